@@ -1,0 +1,239 @@
+/*
+ * magnetron.h — the public C API of the magnetron tensor core.
+ *
+ * magnetron is a small machine-learning runtime. This header is everything a host
+ * (the Python binding, a C program, a test) needs: status codes, dtypes, tensors,
+ * views and the generic op entry point.
+ *
+ * Conventions
+ *   - Every fallible call returns mag_status_t. On failure the thread-local message
+ *     from mag_last_error() names the op, the shapes and the dtypes. Nothing aborts.
+ *   - Tensors are reference counted: every function that hands out a tensor gives the
+ *     caller one reference, released with mag_tensor_release().
+ *   - Shapes and strides are in elements. A stride may be 0 (broadcast) or negative.
+ *     Rank is 0..MAG_MAX_RANK; zero-size dimensions are legal.
+ *   - Dimension arguments may be negative (counted from the end), as in PyTorch.
+ *
+ * A complete example (c = a + b):
+ *
+ *     int64_t shape[2] = {2, 3};
+ *     mag_tensor_t *a, *b, *c = NULL;
+ *     mag_tensor_empty(MAG_DTYPE_FLOAT32, 2, shape, &a);
+ *     mag_tensor_empty(MAG_DTYPE_FLOAT32, 2, shape, &b);
+ *     mag_tensor_fill(a, mag_scalar_float(1.0));
+ *     mag_tensor_fill(b, mag_scalar_float(2.0));
+ *     mag_tensor_t *in[2] = {a, b};
+ *     if (mag_op(MAG_OP_ADD, in, 2, NULL, 0, &c) != MAG_OK)
+ *         fprintf(stderr, "%s\n", mag_last_error());
+ *     mag_tensor_release(a); mag_tensor_release(b); mag_tensor_release(c);
+ *
+ * The op set is the table in src/core/ops.def; docs/cheatsheet.md lists it.
+ */
+#ifndef MAGNETRON_H
+#define MAGNETRON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MAG_MAX_RANK 16
+#define MAG_MAX_ATTRS 8
+
+/* ---- status codes: each maps to one Python exception type in the binding ---- */
+typedef enum mag_status {
+    MAG_OK = 0,
+    MAG_ERR_VALUE,          /* bad shape, size or argument value      -> ValueError */
+    MAG_ERR_TYPE,           /* unsupported dtype or argument type     -> TypeError */
+    MAG_ERR_INDEX,          /* index or dim out of range              -> IndexError */
+    MAG_ERR_MEMORY,         /* allocation failed                      -> MemoryError */
+    MAG_ERR_RUNTIME,        /* valid input, invalid state (read-only) -> RuntimeError */
+    MAG_ERR_ZERO_DIVISION,  /* integer division or modulo by zero     -> ZeroDivisionError */
+    MAG_ERR_FORMAT,         /* corrupt or truncated file              -> magnetron.FormatError */
+    MAG_ERR_UNSUPPORTED,    /* no kernel for this op/dtype/device     -> RuntimeError */
+} mag_status_t;
+
+/* The message of the last failure on this thread ("" when none). */
+const char *mag_last_error(void);
+
+/* ---- dtypes (table: src/core/dtypes.def) ---- */
+typedef enum mag_dtype {
+#define X(id, name, ctype, size, flags, lo, hi) MAG_DTYPE_##id,
+#include "../src/core/dtypes.def"
+#undef X
+    MAG_DTYPE__COUNT
+} mag_dtype_t;
+
+enum {
+    MAG_DTF_FLOAT = 1 << 0,
+    MAG_DTF_SIGNED_INT = 1 << 1,
+    MAG_DTF_UNSIGNED_INT = 1 << 2,
+    MAG_DTF_BOOL = 1 << 3,
+};
+
+typedef struct mag_dtype_info {
+    const char *name; /* "float32" */
+    size_t size;      /* bytes per element */
+    uint32_t flags;   /* MAG_DTF_* */
+    double min, max;  /* representable range (finite max for floats) */
+} mag_dtype_info_t;
+
+const mag_dtype_info_t *mag_dtype_info(mag_dtype_t dt);
+/* PyTorch's promotion of two tensor dtypes (int + float -> float, bf16 + f16 -> f32, ...). */
+mag_dtype_t mag_dtype_promote(mag_dtype_t a, mag_dtype_t b);
+/* Round-to-nearest-even conversions of the 16-bit float formats (NaN stays NaN). */
+uint16_t mag_f32_to_f16(float x);
+float mag_f16_to_f32(uint16_t h);
+uint16_t mag_f32_to_bf16(float x);
+float mag_bf16_to_f32(uint16_t h);
+
+/* ---- scalars: values of op attributes and Python numbers ---- */
+typedef enum mag_scalar_kind { MAG_SCALAR_INT, MAG_SCALAR_UINT, MAG_SCALAR_FLOAT, MAG_SCALAR_BOOL } mag_scalar_kind_t;
+typedef struct mag_scalar {
+    mag_scalar_kind_t kind;
+    union {
+        int64_t i;
+        uint64_t u;
+        double f;
+    };
+} mag_scalar_t;
+
+mag_scalar_t mag_scalar_int(int64_t v);
+mag_scalar_t mag_scalar_float(double v);
+mag_scalar_t mag_scalar_bool(bool v);
+
+/* ---- tensors ---- */
+typedef struct mag_tensor mag_tensor_t;
+
+typedef enum mag_owner { MAG_OWNER_HEAP, MAG_OWNER_MAPPED, MAG_OWNER_BORROWED } mag_owner_t;
+
+/* Releases foreign memory (a DLPack producer, a mapping) when the last view dies. */
+typedef void (*mag_deleter_fn)(void *ctx);
+
+mag_status_t mag_tensor_empty(mag_dtype_t dt, int64_t rank, const int64_t *shape, mag_tensor_t **out);
+/* Wrap foreign memory without copying; `deleter(ctx)` runs when the last view is released. */
+mag_status_t mag_tensor_borrow(void *data, size_t nbytes, mag_dtype_t dt, int64_t rank, const int64_t *shape,
+                               const int64_t *strides, bool read_only, mag_owner_t owner, mag_deleter_fn deleter,
+                               void *ctx, mag_tensor_t **out);
+void mag_tensor_retain(mag_tensor_t *t);
+void mag_tensor_release(mag_tensor_t *t);
+
+mag_dtype_t mag_tensor_dtype(const mag_tensor_t *t);
+int64_t mag_tensor_rank(const mag_tensor_t *t);
+const int64_t *mag_tensor_shape(const mag_tensor_t *t);
+const int64_t *mag_tensor_strides(const mag_tensor_t *t);
+int64_t mag_tensor_offset(const mag_tensor_t *t);
+int64_t mag_tensor_numel(const mag_tensor_t *t);
+/* Address of element [0, ..., 0] (may be inside the storage when strides are negative). */
+void *mag_tensor_data(const mag_tensor_t *t);
+bool mag_tensor_is_contiguous(const mag_tensor_t *t);
+bool mag_tensor_is_view(const mag_tensor_t *t);       /* shares storage with another tensor */
+bool mag_tensor_is_read_only(const mag_tensor_t *t);
+mag_owner_t mag_tensor_owner(const mag_tensor_t *t);
+bool mag_tensor_requires_grad(const mag_tensor_t *t);
+/* Only floating-point tensors may require gradients (RuntimeError otherwise, like PyTorch). */
+mag_status_t mag_tensor_set_requires_grad(mag_tensor_t *t, bool on);
+/* Identity of the underlying storage: equal for tensors that share memory. */
+const void *mag_tensor_storage_id(const mag_tensor_t *t);
+/* Bounds of the storage bytes (base pointer and size). */
+void mag_tensor_storage_bytes(const mag_tensor_t *t, void **base, size_t *nbytes);
+
+/* ---- views: no copy, share storage ---- */
+/* view: like torch.view, one -1 allowed; fails where PyTorch's view fails. */
+mag_status_t mag_tensor_view(mag_tensor_t *t, int64_t rank, const int64_t *shape, mag_tensor_t **out);
+/* reshape: a view when possible, else a contiguous copy. */
+mag_status_t mag_tensor_reshape(mag_tensor_t *t, int64_t rank, const int64_t *shape, mag_tensor_t **out);
+mag_status_t mag_tensor_permute(mag_tensor_t *t, int64_t rank, const int64_t *dims, mag_tensor_t **out);
+mag_status_t mag_tensor_transpose(mag_tensor_t *t, int64_t d0, int64_t d1, mag_tensor_t **out);
+/* Elements start, start+step, ... (length of them) along dim; step may be negative. */
+mag_status_t mag_tensor_slice(mag_tensor_t *t, int64_t dim, int64_t start, int64_t length, int64_t step,
+                              mag_tensor_t **out);
+mag_status_t mag_tensor_select(mag_tensor_t *t, int64_t dim, int64_t index, mag_tensor_t **out);
+mag_status_t mag_tensor_unsqueeze(mag_tensor_t *t, int64_t dim, mag_tensor_t **out);
+/* squeeze: dims == NULL removes every size-1 dim; else only the listed ones that have size 1. */
+mag_status_t mag_tensor_squeeze(mag_tensor_t *t, int64_t ndims, const int64_t *dims, mag_tensor_t **out);
+/* expand: -1 keeps a size; new leading dims allowed; size-1 dims broadcast with stride 0. */
+mag_status_t mag_tensor_expand(mag_tensor_t *t, int64_t rank, const int64_t *shape, mag_tensor_t **out);
+/* A view of arbitrary shape/strides/offset inside t's storage, bounds-checked. */
+mag_status_t mag_tensor_as_strided(mag_tensor_t *t, int64_t rank, const int64_t *shape, const int64_t *strides,
+                                   int64_t offset, mag_tensor_t **out);
+/* Broadcast shape of two shapes (NumPy rules). */
+mag_status_t mag_broadcast_shape(int64_t ra, const int64_t *a, int64_t rb, const int64_t *b, int64_t *rank_out,
+                                 int64_t *shape_out);
+
+/* ---- ops (table: src/core/ops.def) ---- */
+typedef enum mag_op {
+#define X(id, name, kind, nin, nattr, dtypes, flags, doc) MAG_OP_##id,
+#include "../src/core/ops.def"
+#undef X
+    MAG_OP__COUNT
+} mag_op_t;
+
+typedef enum mag_op_kind {
+    MAG_OPK_UNARY,     /* elementwise, out = f(in0); ints promote to float32 for float math */
+    MAG_OPK_BINARY,    /* elementwise with broadcasting and promotion */
+    MAG_OPK_COMPARE,   /* elementwise with broadcasting, boolean result */
+    MAG_OPK_CUSTOM,    /* validation and shape inference of its own in src/core/ops_*.c */
+} mag_op_kind_t;
+
+/* Dtype sets of ops (masks over 1 << mag_dtype_t). */
+#define MAG_DTM(dt) (1u << MAG_DTYPE_##dt)
+#define MAG_DTM_FLOAT (MAG_DTM(FLOAT32) | MAG_DTM(FLOAT16) | MAG_DTM(BFLOAT16) | MAG_DTM(FLOAT64))
+#define MAG_DTM_SINT (MAG_DTM(INT8) | MAG_DTM(INT16) | MAG_DTM(INT32) | MAG_DTM(INT64))
+#define MAG_DTM_UINT (MAG_DTM(UINT8) | MAG_DTM(UINT16) | MAG_DTM(UINT32) | MAG_DTM(UINT64))
+#define MAG_DTM_INT (MAG_DTM_SINT | MAG_DTM_UINT)
+#define MAG_DTM_NUMERIC (MAG_DTM_FLOAT | MAG_DTM_INT)
+#define MAG_DTM_ALL (MAG_DTM_NUMERIC | MAG_DTM(BOOLEAN))
+
+enum {
+    MAG_OPF_INPLACE = 1 << 0, /* has an in-place twin (`name_`) */
+    MAG_OPF_NOGRAD = 1 << 1,  /* not differentiable (integer results, fills, random) */
+    MAG_OPF_RANDOM = 1 << 2,  /* draws from the counter-based generator */
+    MAG_OPF_INT_TO_FLOAT = 1 << 3, /* integer/boolean inputs compute (and return) float32 */
+};
+
+typedef struct mag_op_info {
+    const char *name;
+    mag_op_kind_t kind;
+    int n_inputs; /* -1: any number (cat, stack, indexing) */
+    int n_attrs;  /* -1: any number */
+    uint32_t dtypes; /* dtype mask of the first input (the output for factories) */
+    uint32_t flags;
+    const char *doc;
+} mag_op_info_t;
+
+const mag_op_info_t *mag_op_info(mag_op_t op);
+/* Whether the CPU kernel table in use has a kernel for (op, dtype). */
+bool mag_op_has_kernel(mag_op_t op, mag_dtype_t dt);
+
+/*
+ * Run an op. `inputs` and `attrs` follow the op's table line. If *out is NULL a new tensor is
+ * allocated and returned; otherwise the result is written into *out (in-place forms, copy_),
+ * which must have the result's shape, be writable, and not partially overlap an input.
+ */
+mag_status_t mag_op(mag_op_t op, mag_tensor_t *const *inputs, int64_t n_inputs, const mag_scalar_t *attrs,
+                    int64_t n_attrs, mag_tensor_t **out);
+
+/* Convenience forms of common ops. */
+mag_status_t mag_tensor_fill(mag_tensor_t *t, mag_scalar_t v);
+mag_status_t mag_tensor_cast(mag_tensor_t *t, mag_dtype_t dt, mag_tensor_t **out); /* always copies */
+mag_status_t mag_tensor_contiguous(mag_tensor_t *t, mag_tensor_t **out);           /* t itself if contiguous */
+mag_status_t mag_tensor_copy_(mag_tensor_t *dst, mag_tensor_t *src);                /* src broadcast to dst */
+/* Read one element (by multi-index) as a scalar of the tensor's kind. */
+mag_status_t mag_tensor_get(const mag_tensor_t *t, const int64_t *index, mag_scalar_t *out);
+
+/* ---- runtime context ---- */
+void mag_manual_seed(uint64_t seed);
+uint32_t mag_num_threads(void);
+mag_status_t mag_set_num_threads(uint32_t n);
+/* Live bytes held by tensors and bytes parked in the caching allocator. */
+void mag_alloc_stats(size_t *live_bytes, size_t *cached_bytes);
+void mag_alloc_trim(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

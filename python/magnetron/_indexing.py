@@ -1,0 +1,160 @@
+"""``x[key]`` and ``x[key] = value`` with PyTorch's semantics.
+
+Basic indices (ints, slices of any step, None, Ellipsis) become views. Integer/boolean tensors
+and lists are advanced indices: the indexed dims are permuted to the front of the view and the
+core's INDEX / INDEX_PUT ops gather or scatter along them. As in PyTorch, the broadcast index
+dims replace the indexed dims in place when those were adjacent, else they go first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _C
+from . import dtype as _dt
+
+Tensor = _C.Tensor
+
+
+def _as_index_tensor(obj: Any) -> Tensor:
+    t = obj if isinstance(obj, Tensor) else Tensor(obj)
+    if t.dtype.is_floating_point:
+        raise IndexError(f"tensors used as indices must be integer or boolean, got {t.dtype}")
+    if t.numel == 0 and t.dtype != _dt.boolean and isinstance(obj, list):
+        t = t.cast(_dt.int64)  # an empty list indexes nothing (it would otherwise be float32)
+    return t
+
+
+def _is_advanced(k: Any) -> bool:
+    return isinstance(k, (Tensor, list)) or (hasattr(k, "__array__") and not isinstance(k, (int, slice)))
+
+
+def _consumed(k: Any) -> int:
+    """How many dims of the tensor an index entry uses up."""
+    if k is None or k is Ellipsis or isinstance(k, bool):
+        return 0
+    if _is_advanced(k):
+        t = _as_index_tensor(k)
+        return t.rank if t.dtype == _dt.boolean else 1
+    return 1
+
+
+def _basic(x: Tensor, key: Any) -> tuple[Tensor, list[tuple[int, Tensor]]]:
+    """Apply the basic part of key; return the view and the advanced indices as (view dim, int64 index)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    n_ellipsis = sum(1 for k in key if k is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(_consumed(k) for k in key)
+    if used > x.rank:
+        raise IndexError(f"too many indices for a tensor of rank {x.rank} (shape {x.shape}): {used} dims indexed")
+    expanded: list[Any] = []
+    for k in key:
+        if k is Ellipsis:
+            expanded.extend([slice(None)] * (x.rank - used))
+        else:
+            expanded.append(k)
+    v, d, adv = x, 0, []
+    for k in expanded:
+        if k is None:
+            v = v.unsqueeze(d)
+            d += 1
+        elif isinstance(k, bool):  # x[True] adds a dim, x[False] adds an empty one
+            v = v.unsqueeze(d)
+            if not k:
+                v = v._slice(d, 0, 0, 1)
+            d += 1
+        elif isinstance(k, slice):
+            size = v.shape[d]
+            start, stop, step = k.indices(size)
+            length = len(range(start, stop, step))
+            v = v._slice(d, start if length else 0, length, step)
+            d += 1
+        elif _is_advanced(k):
+            t = _as_index_tensor(k)
+            if t.dtype == _dt.boolean:
+                mask_shape = v.shape[d : d + t.rank]
+                if t.shape != mask_shape:
+                    raise IndexError(
+                        f"the shape of the mask {t.shape} does not match the shape {mask_shape} of the indexed dims"
+                    )
+                coords = t.nonzero() if t.rank else t.reshape(1).nonzero()
+                if t.rank == 0:  # a scalar mask adds one dim, kept (True) or emptied (False)
+                    v = v.unsqueeze(d)
+                    adv.append((d, coords.select(1, 0)))
+                    d += 1
+                    continue
+                for j in range(t.rank):
+                    adv.append((d + j, coords.select(1, j)))
+                d += t.rank
+            else:
+                adv.append((d, t))
+                d += 1
+        elif isinstance(k, Tensor) or hasattr(k, "__index__"):
+            i = k.__index__()
+            v = v.select(d, i)
+        else:
+            raise TypeError(f"invalid index of type {type(k).__name__}: only ints, slices, None, Ellipsis, "
+                            "and integer or boolean tensors/lists are supported")
+    return v, adv
+
+
+def _front(v: Tensor, adv: list[tuple[int, Tensor]]) -> tuple[Tensor, list[Tensor], int | None]:
+    """Permute the advanced dims to the front; also say where the index dims land in the result."""
+    dims = [d for d, _ in adv]
+    rest = [d for d in range(v.rank) if d not in dims]
+    adjacent = dims == list(range(dims[0], dims[0] + len(dims)))
+    return v._permute(dims + rest), [t for _, t in adv], dims[0] if adjacent else None
+
+
+def _move_batch(res: Tensor, n_batch: int, pos: int | None, to_front: bool) -> Tensor:
+    """Move the n_batch index dims between the front and position pos (PyTorch's placement)."""
+    if not pos:
+        return res
+    order = list(range(res.rank))
+    b = list(range(n_batch))
+    if to_front:  # batch currently at pos
+        order = list(range(pos, pos + n_batch)) + [d for d in order if not pos <= d < pos + n_batch]
+    else:
+        rest = order[n_batch:]
+        order = rest[:pos] + b + rest[pos:]
+    return res._permute(order)
+
+
+def getitem(x: Tensor, key: Any) -> Tensor:
+    if isinstance(key, int) and not isinstance(key, bool):
+        return x.select(0, key)
+    v, adv = _basic(x, key)
+    if not adv:
+        return v
+    front, idx, pos = _front(v, adv)
+    res = front._index(idx)
+    n_batch = res.rank - (front.rank - len(idx))
+    return _move_batch(res, n_batch, pos, to_front=False)
+
+
+def setitem(x: Tensor, key: Any, value: Any) -> None:
+    v, adv = _basic(x, key)
+    if not isinstance(value, Tensor):
+        value = Tensor(value, dtype=x.dtype) if isinstance(value, (list, tuple)) else value
+    if not adv:
+        if isinstance(value, Tensor):
+            v._copy_(value)
+        else:
+            v._fill_(value)
+        return
+    front, idx, pos = _front(v, adv)
+    if not isinstance(value, Tensor):
+        value = Tensor.full((), fill_value=value, dtype=x.dtype)
+    # the value is shaped like x[key]; bring its index dims to the front like `front`
+    batch = _C._broadcast_shape(idx[0].shape, idx[0].shape)
+    for t in idx[1:]:
+        batch = _C._broadcast_shape(batch, t.shape)
+    rest = front.shape[len(idx) :]
+    n_batch = len(batch)
+    result_shape = batch + rest
+    if pos:
+        result_shape = rest[:pos] + batch + rest[pos:]
+    value = _move_batch(value._expand(result_shape), n_batch, pos, to_front=True)
+    front._index_put(idx, value, False)

@@ -1,0 +1,23 @@
+/* Shared drivers for kernels: an elementwise kernel is a row function run over the iterator. */
+#ifndef MAG_CPU_KERNELS_COMMON_H
+#define MAG_CPU_KERNELS_COMMON_H
+
+#include "../iter.h"
+#include "dtype_ops.h"
+
+typedef mag_kernel_fn mag_kernel_table_t[MAG_OP__COUNT][MAG_DTYPE__COUNT];
+
+/* Run `row` over this thread's share of out = f(in[0..n_in)). */
+static inline void mag_run_rows(const mag_kernel_args_t *a, int64_t ti, int64_t nt, int n_in, mag_row_fn row) {
+    mag_iter_t it;
+    mag_iter_init(&it, a->out, n_in, a->in);
+    int64_t b, e;
+    mag_partition(it.numel, ti, nt, &b, &e);
+    mag_iter_run(&it, b, e, row, a);
+}
+
+/* Define kernel `k_<name>` that runs row function `row_<name>` with n_in inputs. */
+#define MAG_ROW_KERNEL(name, n_in)                                                                                     \
+    static void k_##name(const mag_kernel_args_t *a, int64_t ti, int64_t nt) { mag_run_rows(a, ti, nt, n_in, row_##name); }
+
+#endif

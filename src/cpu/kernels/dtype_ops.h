@@ -1,0 +1,82 @@
+/*
+ * Per-dtype load/store for kernels. Every dtype has a storage type and a compute type:
+ * 16-bit floats compute in float32, booleans as bool, the rest natively. The X-lists fan a
+ * kernel body out over dtypes: X(ID, storage type, compute type).
+ */
+#ifndef MAG_CPU_DTYPE_OPS_H
+#define MAG_CPU_DTYPE_OPS_H
+
+#include "../../backend.h"
+
+#include <math.h>
+#include <string.h>
+
+#define MAG_FLOAT_DTYPES(X) X(FLOAT32, float, float) X(FLOAT16, uint16_t, float) X(BFLOAT16, uint16_t, float) X(FLOAT64, double, double)
+#define MAG_SINT_DTYPES(X) X(INT8, int8_t, int8_t) X(INT16, int16_t, int16_t) X(INT32, int32_t, int32_t) X(INT64, int64_t, int64_t)
+#define MAG_UINT_DTYPES(X) X(UINT8, uint8_t, uint8_t) X(UINT16, uint16_t, uint16_t) X(UINT32, uint32_t, uint32_t) X(UINT64, uint64_t, uint64_t)
+#define MAG_INT_DTYPES(X) MAG_SINT_DTYPES(X) MAG_UINT_DTYPES(X)
+#define MAG_NUMERIC_DTYPES(X) MAG_FLOAT_DTYPES(X) MAG_INT_DTYPES(X)
+#define MAG_BOOL_DTYPES(X) X(BOOLEAN, uint8_t, bool)
+#define MAG_ALL_DTYPES(X) MAG_NUMERIC_DTYPES(X) MAG_BOOL_DTYPES(X)
+
+/* load: storage -> compute */
+#define MAG_LD_FLOAT32(v) (v)
+#define MAG_LD_FLOAT16(v) mag_f16_to_f32(v)
+#define MAG_LD_BFLOAT16(v) mag_bf16_to_f32(v)
+#define MAG_LD_FLOAT64(v) (v)
+#define MAG_LD_BOOLEAN(v) ((v) != 0)
+#define MAG_LD_INT8(v) (v)
+#define MAG_LD_INT16(v) (v)
+#define MAG_LD_INT32(v) (v)
+#define MAG_LD_INT64(v) (v)
+#define MAG_LD_UINT8(v) (v)
+#define MAG_LD_UINT16(v) (v)
+#define MAG_LD_UINT32(v) (v)
+#define MAG_LD_UINT64(v) (v)
+
+/*
+ * Float -> integer follows PyTorch on x86: truncate toward zero; NaN and values outside the
+ * int32/int64 range give the "integer indefinite" INT_MIN; narrower types wrap from int32,
+ * uint32 wraps from int64. C leaves out-of-range conversions undefined, so spell it out.
+ */
+static inline int64_t mag_f2i64(double x) {
+    return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN;
+}
+static inline int32_t mag_f2i32(double x) { return (x > -2147483649.0 && x < 2147483648.0) ? (int32_t)x : INT32_MIN; }
+static inline uint64_t mag_f2u64(double x) {
+    return (x >= 9223372036854775808.0 && x < 18446744073709551616.0) ? (uint64_t)x : (uint64_t)mag_f2i64(x);
+}
+#define MAG_F2INT(D, v) _Generic((v), float: D(v), double: D(v), default: (v))
+
+/* store: any C arithmetic value -> storage, with the conversion rules above */
+#define MAG_ST_FLOAT32(v) ((float)(v))
+#define MAG_ST_FLOAT16(v) mag_f32_to_f16((float)(v))
+#define MAG_ST_BFLOAT16(v) mag_f32_to_bf16((float)(v))
+#define MAG_ST_FLOAT64(v) ((double)(v))
+#define MAG_ST_BOOLEAN(v) ((uint8_t)((v) != 0))
+#define MAG_ST_INT8(v) ((int8_t)MAG_F2INT(mag_f2i32, v))
+#define MAG_ST_INT16(v) ((int16_t)MAG_F2INT(mag_f2i32, v))
+#define MAG_ST_INT32(v) ((int32_t)MAG_F2INT(mag_f2i32, v))
+#define MAG_ST_INT64(v) ((int64_t)MAG_F2INT(mag_f2i64, v))
+#define MAG_ST_UINT8(v) ((uint8_t)MAG_F2INT(mag_f2i32, v))
+#define MAG_ST_UINT16(v) ((uint16_t)MAG_F2INT(mag_f2i32, v))
+#define MAG_ST_UINT32(v) ((uint32_t)MAG_F2INT(mag_f2i64, v))
+#define MAG_ST_UINT64(v) ((uint64_t)MAG_F2INT(mag_f2u64, v))
+
+/* A scalar attribute as a compute-type value. */
+static inline double mag_scalar_as_double(mag_scalar_t s) {
+    switch (s.kind) {
+    case MAG_SCALAR_FLOAT: return s.f;
+    case MAG_SCALAR_UINT: return (double)s.u;
+    default: return (double)s.i;
+    }
+}
+static inline int64_t mag_scalar_as_int(mag_scalar_t s) {
+    switch (s.kind) {
+    case MAG_SCALAR_FLOAT: return mag_f2i64(s.f);
+    case MAG_SCALAR_UINT: return (int64_t)s.u;
+    default: return s.i;
+    }
+}
+
+#endif
