@@ -166,7 +166,7 @@ mag_status_t mag_broadcast_shape(int64_t ra, const int64_t *a, int64_t rb, const
 
 /* ---- ops (table: src/core/ops.def) ---- */
 typedef enum mag_op {
-#define X(id, name, kind, nin, nattr, dtypes, flags, doc) MAG_OP_##id,
+#define X(id, name, kind, nin, nattr, dtypes, flags, front, doc) MAG_OP_##id,
 #include "../src/core/ops.def"
 #undef X
     MAG_OP__COUNT

@@ -94,5 +94,29 @@ void register_ops(nb::module_ &m, nb::class_<Tensor> &cls) {
         default: break;
         }
     }
-    (void)m;
+    // Any op by table id: the Python wrappers of custom ops (python/magnetron/_ops_*.py) call this.
+    m.def("_op", [](int op, std::vector<const Tensor *> inputs, std::vector<nb::handle> attrs, Tensor *out) {
+        const mag_op_info_t *info = mag_op_info((mag_op_t)op);
+        if (!info) raise_error(PyExc_ValueError, "unknown op id %d", op);
+        std::vector<mag_tensor_t *> in;
+        int64_t work = 0;
+        for (const Tensor *t : inputs) {
+            in.push_back(t->t);
+            work += mag_tensor_numel(t->t);
+        }
+        std::vector<mag_scalar_t> a;
+        for (nb::handle h : attrs) a.push_back(to_scalar(h, info->name));
+        mag_tensor_t *res = out ? out->t : nullptr;
+        mag_status_t s;
+        if (work >= GIL_RELEASE_NUMEL) {
+            nb::gil_scoped_release nogil;
+            s = mag_op((mag_op_t)op, in.data(), (int64_t)in.size(), a.data(), (int64_t)a.size(), &res);
+        } else {
+            s = mag_op((mag_op_t)op, in.data(), (int64_t)in.size(), a.data(), (int64_t)a.size(), &res);
+        }
+        check(s);
+        if (out) mag_tensor_retain(res); // the caller's tensor: hand back a new reference to it
+        return Tensor(res);
+    }, nb::arg("op"), nb::arg("inputs"), nb::arg("attrs"), nb::arg("out").none() = nb::none(),
+    "Run op `op` (an id from op_table()) on inputs with scalar attrs; into `out` when given.");
 }

@@ -1,24 +1,22 @@
 /*
  * The op front end: validate -> infer shape and dtype -> allocate -> dispatch to the backend.
- * Elementwise kinds (unary, binary, compare) are handled generically from their table line;
- * custom ops bring their own front function (ops_*.c).
+ * Elementwise kinds (unary, binary, compare) are served by mag_front_elementwise from their table
+ * line alone; custom ops name their own front function in ops.def (src/core/ops_*.c).
  */
 #include "op.h"
 
 #include <string.h>
 
 static const mag_op_info_t op_infos[MAG_OP__COUNT] = {
-#define X(id, name, kind, nin, nattr, dtypes, flags, doc) [MAG_OP_##id] = {name, kind, nin, nattr, dtypes, flags, doc},
+#define X(id, name, kind, nin, nattr, dtypes, flags, front, doc) [MAG_OP_##id] = {name, kind, nin, nattr, dtypes, flags, doc},
 #include "ops.def"
 #undef X
 };
 
-static const mag_front_fn custom_fronts[MAG_OP__COUNT] = {
-    [MAG_OP_COPY] = mag_front_copy,           [MAG_OP_FILL] = mag_front_factory,
-    [MAG_OP_ARANGE] = mag_front_factory,      [MAG_OP_UNIFORM] = mag_front_factory,
-    [MAG_OP_NORMAL] = mag_front_factory,      [MAG_OP_BERNOULLI] = mag_front_factory,
-    [MAG_OP_RAND_PERM] = mag_front_factory,   [MAG_OP_INDEX] = mag_front_index,
-    [MAG_OP_INDEX_PUT] = mag_front_index_put, [MAG_OP_NONZERO] = mag_front_nonzero,
+static const mag_front_fn fronts[MAG_OP__COUNT] = {
+#define X(id, name, kind, nin, nattr, dtypes, flags, front, doc) [MAG_OP_##id] = front,
+#include "ops.def"
+#undef X
 };
 
 const mag_op_info_t *mag_op_info(mag_op_t op) { return (unsigned)op < MAG_OP__COUNT ? &op_infos[op] : NULL; }
@@ -88,7 +86,9 @@ static mag_status_t finish_into(const char *name, mag_tensor_t *result, mag_tens
     return mag_tensor_copy_(dst, result);
 }
 
-static mag_status_t front_elementwise(mag_op_t op, mag_tensor_t *const *in, mag_tensor_t **out) {
+mag_status_t mag_front_elementwise(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, const mag_scalar_t *attrs,
+                                   int64_t n_attrs, mag_tensor_t **out) {
+    (void)n_in, (void)attrs, (void)n_attrs;
     const mag_op_info_t *info = &op_infos[op];
     mag_tensor_t *a = in[0], *b = info->n_inputs > 1 ? in[1] : NULL;
     mag_dtype_t compute = b ? mag_dtype_promote(a->dtype, b->dtype) : a->dtype;
@@ -158,6 +158,5 @@ mag_status_t mag_op(mag_op_t op, mag_tensor_t *const *inputs, int64_t n_inputs, 
                          (long long)n_attrs);
     for (int64_t i = 0; i < n_inputs; ++i)
         if (!inputs[i]) return mag_error(MAG_ERR_VALUE, "%s: input %lld is missing", info->name, (long long)i);
-    if (info->kind == MAG_OPK_CUSTOM) return custom_fronts[op](op, inputs, n_inputs, attrs, n_attrs, out);
-    return front_elementwise(op, inputs, out);
+    return fronts[op](op, inputs, n_inputs, attrs, n_attrs, out);
 }

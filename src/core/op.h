@@ -8,14 +8,10 @@
 typedef mag_status_t (*mag_front_fn)(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, const mag_scalar_t *attrs,
                                      int64_t n_attrs, mag_tensor_t **out);
 
-mag_status_t mag_front_copy(mag_op_t, mag_tensor_t *const *, int64_t, const mag_scalar_t *, int64_t, mag_tensor_t **);
-mag_status_t mag_front_factory(mag_op_t, mag_tensor_t *const *, int64_t, const mag_scalar_t *, int64_t,
-                               mag_tensor_t **);
-mag_status_t mag_front_index(mag_op_t, mag_tensor_t *const *, int64_t, const mag_scalar_t *, int64_t, mag_tensor_t **);
-mag_status_t mag_front_index_put(mag_op_t, mag_tensor_t *const *, int64_t, const mag_scalar_t *, int64_t,
-                                 mag_tensor_t **);
-mag_status_t mag_front_nonzero(mag_op_t, mag_tensor_t *const *, int64_t, const mag_scalar_t *, int64_t,
-                               mag_tensor_t **);
+#define X(id, name, kind, nin, nattr, dtypes, flags, front, doc)                                                     \
+    mag_status_t front(mag_op_t, mag_tensor_t *const *, int64_t, const mag_scalar_t *, int64_t, mag_tensor_t **);
+#include "ops.def"
+#undef X
 
 /* Look up the kernel for (op, key dtype) and run it over `work` elements. */
 mag_status_t mag_dispatch(mag_op_t op, mag_dtype_t key, mag_tensor_t *out, mag_tensor_t *const *in, int64_t n_in,
