@@ -43,10 +43,10 @@ typedef struct gemm_view {
         for (int i = 0; i < MR; ++i)                                                                                   \
             for (int j = 0; j < NR; ++j) c[i * ldc + j] += acc[i][j];                                                  \
     }
-GEMM_MICRO(f32, float, 4, 16)
-GEMM_MICRO(f64, double, 4, 8)
-GEMM_MICRO(u32, uint32_t, 4, 16)
-GEMM_MICRO(u64, uint64_t, 4, 8)
+GEMM_MICRO(f32, float, 4, 8)
+GEMM_MICRO(f64, double, 4, 4)
+GEMM_MICRO(u32, uint32_t, 4, 8)
+GEMM_MICRO(u64, uint64_t, 4, 4)
 
 /* ---- the driver, per storage dtype: X(ID, storage type, compute type, micro-kernel name) ---- */
 #define GEMM_DTYPES(X)                                                                                                 \
