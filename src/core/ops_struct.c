@@ -205,9 +205,9 @@ mag_status_t mag_front_where(mag_op_t op, mag_tensor_t *const *in, int64_t n_in,
     (void)n_in, (void)attrs, (void)n_attrs;
     mag_tensor_t *c = in[0], *a = in[1], *b = in[2];
     MAG_TRY(check_bool("where", "the condition", c));
-    int64_t rank, shape[MAG_MAX_RANK];
-    if (mag_broadcast_shape(c->rank, c->shape, a->rank, a->shape, &rank, shape) != MAG_OK ||
-        mag_broadcast_shape(rank, shape, b->rank, b->shape, &rank, shape) != MAG_OK)
+    int64_t rank_ca, shape_ca[MAG_MAX_RANK], rank, shape[MAG_MAX_RANK];
+    if (mag_broadcast_shape(c->rank, c->shape, a->rank, a->shape, &rank_ca, shape_ca) != MAG_OK ||
+        mag_broadcast_shape(rank_ca, shape_ca, b->rank, b->shape, &rank, shape) != MAG_OK)
         return mag_error(MAG_ERR_VALUE, "where: shapes %s (condition), %s and %s cannot be broadcast together",
                          MAG_SHAPE(c), MAG_SHAPE(a), MAG_SHAPE(b));
     mag_dtype_t dt = mag_dtype_promote(a->dtype, b->dtype);
