@@ -103,6 +103,16 @@ def test_large_blocked(sa: tuple, sb: tuple, transpose_b: bool, n_threads: int, 
         check(to_mag(ta) @ b, ta, tb, "float32")
 
 
+def test_same_bits_at_any_thread_count(gen: torch.Generator) -> None:
+    """Threads split the output into tiles; each element sums in the same order whatever the count."""
+    a, b = to_mag(rand((300, 400), "float32", gen)), to_mag(rand((400, 600), "float32", gen))
+    with threads(1):
+        one = to_torch(a @ b)
+    with threads(2):
+        two = to_torch(a @ b)
+    assert torch.equal(one, two)
+
+
 def test_non_foldable_batches(gen: torch.Generator) -> None:
     """Batched A whose batch dims do not nest with its rows (permuted, stride-0 expanded)."""
     ta = rand((5, 6, 4), "float32", gen)
