@@ -429,3 +429,23 @@ def test_random_fills_on_views(method: str, args: tuple) -> None:
     inside[::2, 1::2] = True
     assert (got[~inside] == -9.0).all()
     assert (got[inside] >= 1.0).all() and (got[inside] <= 6.0).all()
+
+
+# ---- large inputs: the kernels split rows across threads, shares may start mid-row ----
+def test_large_inputs_on_two_threads(gen: torch.Generator) -> None:
+    ref = rand((301, 257), "float32", gen)
+    x, xt = make(ref, "transposed")
+    idx = torch.randint(0, 301, (301, 257), generator=gen)
+    rows = torch.randint(0, 301, (400,), generator=gen)
+    mask = torch.rand(257, generator=gen) < 0.5
+    classes = torch.randint(0, 300, (400,), generator=gen)
+    with threads(2):
+        assert_same(x.gather(0, to_mag(idx)), torch.gather(xt, 0, idx))
+        assert_same(x.index_select(0, to_mag(rows)), xt.index_select(0, rows))
+        assert_same(x.index_select(1, to_mag(rows % 257)), xt.index_select(1, rows % 257))
+        assert_same(x.masked_fill(to_mag(mask), -1.0), xt.masked_fill(mask, -1.0))
+        assert_same(T.where(to_mag(mask), x, 0.0), torch.where(mask, xt, 0.0))
+        assert_same(x.tril(3), xt.tril(3))
+        assert_same(x.repeat(2, 1), xt.repeat(2, 1))
+        assert_same(T.cat([x, x], 1), torch.cat([xt, xt], 1))
+        assert_same(to_mag(classes).one_hot(), torch.nn.functional.one_hot(classes))
