@@ -42,16 +42,6 @@ static mag_status_t scalar_tensor(mag_dtype_t dt, mag_scalar_t v, mag_tensor_t *
     return s;
 }
 
-/* t converted to dt; *tmp holds the reference to release (NULL when t already has dt). */
-static mag_status_t as_dtype(mag_tensor_t *t, mag_dtype_t dt, mag_tensor_t **res, mag_tensor_t **tmp) {
-    *tmp = NULL;
-    *res = t;
-    if (t->dtype == dt) return MAG_OK;
-    MAG_TRY(mag_tensor_cast(t, dt, tmp));
-    *res = *tmp;
-    return MAG_OK;
-}
-
 /* t as contiguous int64 (a private copy unless t already is one); check the index dtype first. */
 static mag_status_t dense_int64(const char *name, const char *what, mag_tensor_t *t, mag_tensor_t **out) {
     if (!(mag_dtype_info(t->dtype)->flags & (MAG_DTF_SIGNED_INT | MAG_DTF_UNSIGNED_INT)))
@@ -211,12 +201,12 @@ mag_status_t mag_front_where(mag_op_t op, mag_tensor_t *const *in, int64_t n_in,
         return mag_error(MAG_ERR_VALUE, "where: shapes %s (condition), %s and %s cannot be broadcast together",
                          MAG_SHAPE(c), MAG_SHAPE(a), MAG_SHAPE(b));
     mag_dtype_t dt = mag_dtype_promote(a->dtype, b->dtype);
-    mag_tensor_t *ta, *tb, *tmp_a, *tmp_b = NULL;
-    MAG_TRY(as_dtype(a, dt, &ta, &tmp_a));
-    mag_status_t s = as_dtype(b, dt, &tb, &tmp_b);
+    mag_tensor_t *ta = a, *tb = b;
+    mag_status_t s = a->dtype == dt ? MAG_OK : mag_tensor_cast(a, dt, &ta);
+    if (s == MAG_OK && b->dtype != dt) s = mag_tensor_cast(b, dt, &tb);
     if (s == MAG_OK) s = run_where(op, "where", c, ta, tb, dt, rank, shape, in, 3, out);
-    mag_tensor_release(tmp_a);
-    mag_tensor_release(tmp_b);
+    if (ta != a) mag_tensor_release(ta);
+    if (tb != b) mag_tensor_release(tb);
     return s;
 }
 
@@ -224,7 +214,10 @@ mag_status_t mag_front_where(mag_op_t op, mag_tensor_t *const *in, int64_t n_in,
 static bool scalar_fits(mag_scalar_t v, mag_dtype_t dt) {
     const mag_dtype_info_t *di = mag_dtype_info(dt);
     if (di->flags & MAG_DTF_BOOL || v.kind == MAG_SCALAR_BOOL) return true;
-    if (di->flags & MAG_DTF_FLOAT) return v.kind != MAG_SCALAR_FLOAT || !isfinite(v.f) || fabs(v.f) <= di->max;
+    if (di->flags & MAG_DTF_FLOAT) {
+        double x = v.kind == MAG_SCALAR_FLOAT ? v.f : v.kind == MAG_SCALAR_UINT ? (double)v.u : (double)v.i;
+        return !isfinite(x) || fabs(x) <= di->max;
+    }
     switch (v.kind) {
     case MAG_SCALAR_UINT: return dt == MAG_DTYPE_UINT64 || (v.u <= INT64_MAX && (double)v.u <= di->max);
     case MAG_SCALAR_INT: return (double)v.i >= di->min && (dt == MAG_DTYPE_INT64 || (double)v.i <= di->max);

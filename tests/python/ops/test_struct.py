@@ -140,6 +140,11 @@ def test_masked_fill_values() -> None:
         x.masked_fill(T([1, 0, 1]), 0)
     with pytest.raises(ValueError, match="overflow"):
         x.cast(mag.int8).masked_fill(mask, 300)
+    with pytest.raises(ValueError, match="overflow"):
+        x.cast(mag.float16).masked_fill(mask, 100000)
+    with pytest.raises(ValueError, match="overflow"):
+        x.masked_fill(mask, float("nan"))
+    assert x.cast(mag.uint64).masked_fill(mask, 2**64 - 1).tolist()[0] == [2**64 - 1, 2, 2**64 - 1]
     with pytest.raises(ValueError, match="rank-0"):
         x.masked_fill(mask, T([1]))
     with pytest.raises(ValueError, match="broadcast"):
