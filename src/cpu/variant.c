@@ -6,6 +6,8 @@
 #include "kernels/elementwise.c"
 #include "kernels/fill.c"
 #include "kernels/index.c"
+#include "kernels/matmul.c"
+#include "kernels/struct.c" /* after copy.c: repeat, cat and stack use its kernel */
 
 #ifndef MAG_CPU_VARIANT
 #error "MAG_CPU_VARIANT must name the variant being built"
@@ -19,4 +21,6 @@ void MAG_CAT(mag_cpu_table_, MAG_CPU_VARIANT)(mag_kernel_table_t t) {
     register_elementwise(t);
     register_fill(t);
     register_index(t);
+    register_matmul(t);
+    register_struct(t);
 }
