@@ -11,14 +11,16 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-
-from tokenizers import Tokenizer
+from typing import TYPE_CHECKING
 
 from .. import dtype as _dt
 from .._tensor import Tensor
 from .kv_cache import KVCache
 from .sampling import Sampler
 from .transformer import Transformer
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 
 @dataclass
