@@ -2,7 +2,7 @@
 
 Models are randomly initialised with the real architectures, then perturbed so that every weight
 matters (MODELS.md): norm weights 1 + N(0, 0.1), biases N(0, 0.02), matrices N(0, 1.5/sqrt(fan_in)),
-embeddings N(0, 1). With the default initialisation greedy decoding repeats one token and a
+embeddings N(0, 0.3) (tied logits of std ~2.5, as in trained models). With the default initialisation greedy decoding repeats one token and a
 broken KV cache or RoPE can pass unnoticed.
 """
 
@@ -116,12 +116,12 @@ def hf_config(spec: dict[str, Any]) -> Any:
 def perturb(model: torch.nn.Module, seed: int) -> None:
     g = torch.Generator().manual_seed(seed)
     for name, p in model.named_parameters():
-        if p.ndim == 1 and ("norm" in name or "ln_" in name):
+        if p.ndim == 1 and ("norm" in name or "ln_" in name) and name.endswith("weight"):
             p.copy_(1 + 0.1 * torch.randn(p.shape, generator=g))
         elif p.ndim == 1:
             p.copy_(0.02 * torch.randn(p.shape, generator=g))
         elif "wte" in name or "wpe" in name or "embed" in name:
-            p.copy_(torch.randn(p.shape, generator=g))
+            p.copy_(0.3 * torch.randn(p.shape, generator=g))
         else:
             fan_in = p.shape[0] if "c_" in name else p.shape[1]  # GPT-2 Conv1D weights are (in, out)
             p.copy_(1.5 / math.sqrt(fan_in) * torch.randn(p.shape, generator=g))

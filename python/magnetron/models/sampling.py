@@ -48,13 +48,23 @@ class Sampler:
     def __call__(self, logits: Tensor, context: list[int]) -> int:
         """The next token id for ``logits`` (V,) float32, given the ids in the context so far."""
         p = self.params
+        if p.temperature == 0:
+            if p.repetition_penalty != 1.0 and context:
+                logits = _penalise(logits, context, p.repetition_penalty)
+            return int(logits.argmax().item())
+        probs, ids = self.distribution(logits, context)
+        i = _draw(probs, self.rng.random())
+        return i if ids is None else int(ids[i].item())
+
+    def distribution(self, logits: Tensor, context: list[int]) -> tuple[Tensor, Tensor | None]:
+        """Unnormalised probabilities (N,) after every filter, and the token ids they belong to
+        (None: all V tokens in order; else the N most likely, most likely first)."""
+        p = self.params
         if p.repetition_penalty != 1.0 and context:
             logits = _penalise(logits, context, p.repetition_penalty)
-        if p.temperature == 0:
-            return int(logits.argmax().item())
         logits = logits / p.temperature  # (V,)
         V = logits.shape[0]
-        ids = None  # candidate token ids when not all of the vocabulary, sorted by probability
+        ids = None
         if 0 < p.top_k < V:
             logits, ids = logits.topk(p.top_k)  # (k,), (k,)
         elif p.top_p < 1.0:
@@ -65,8 +75,7 @@ class Sampler:
             probs = Tensor.where(cum - probs < p.top_p, probs, 0.0)
         if p.min_p > 0.0:
             probs = Tensor.where(probs >= probs.max() * p.min_p, probs, 0.0)
-        i = _draw(probs, self.rng.random())
-        return i if ids is None else int(ids[i].item())
+        return probs, ids
 
 
 def _penalise(logits: Tensor, context: list[int], penalty: float) -> Tensor:

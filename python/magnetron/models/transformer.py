@@ -6,9 +6,10 @@ flags and in how checkpoint names map onto these modules (gpt2.py, qwen3.py):
     x = x + attn(norm_1(x))   # q/k/v projections (+ bias), per-head q/k RMSNorm, RoPE, GQA
     x = x + mlp(norm_2(x))    # GELU MLP (GPT-2) or SwiGLU (Llama, Qwen)
 
-Numerics follow transformers: activations keep the weights' dtype (float32 or bfloat16) and
-matmuls accumulate in float32. Norms and attention (RoPE, scores, softmax, the weighted sum) run in
-float32 and cast back, since softmax over bfloat16 scores would lose about two digits.
+Numerics follow transformers, so that bfloat16 runs track its bfloat16 runs: activations keep
+the weights' dtype (float32 or bfloat16), matmuls accumulate in float32, norms normalise in
+float32, and RoPE rotates in the activations' dtype with cos/sin rounded to it. Attention (scores,
+softmax, the weighted sum) runs in float32, as torch's fused CPU attention does internally.
 
 Shapes: B batch, T new tokens, S = pos + T attended positions, C model width, H query heads,
 H_kv key/value heads (H_kv divides H), D head size, F MLP width, V vocabulary.
@@ -84,7 +85,8 @@ class Embedding(nn.Embedding):
 
 
 class Norm(nn.Module):
-    """LayerNorm or RMSNorm over the last dim, normalised in float32, scaled in x's dtype (as HF does)."""
+    """LayerNorm or RMSNorm over the last dim, rounded to x's dtype where transformers rounds:
+    LayerNorm once at the end (torch's kernel), RMSNorm before the scale (HF's Llama/Qwen code)."""
 
     def __init__(self, dim: int, eps: float, kind: str, dtype: DType) -> None:
         super().__init__()
@@ -93,9 +95,11 @@ class Norm(nn.Module):
         self.bias = nn.Parameter(Tensor.zeros(dim, dtype=dtype), requires_grad=False) if kind == "layernorm" else None
 
     def forward(self, x: Tensor) -> Tensor:
-        norm = F.layer_norm if self.bias is not None else F.rms_norm
-        y = norm(x.cast(_dt.float32), self.dim, eps=self.eps).cast(x.dtype) * self.weight
-        return y + self.bias if self.bias is not None else y
+        xf = x.cast(_dt.float32)
+        if self.bias is not None:
+            f32 = _dt.float32
+            return F.layer_norm(xf, self.dim, self.weight.cast(f32), self.bias.cast(f32), self.eps).cast(x.dtype)
+        return F.rms_norm(xf, self.dim, eps=self.eps).cast(x.dtype) * self.weight
 
 
 class Attention(nn.Module):
@@ -116,7 +120,7 @@ class Attention(nn.Module):
     def forward(
         self,
         x: Tensor,  # (B, T, C)
-        rope: tuple[Tensor, Tensor] | None,  # cos, sin: (T, D/2) each, float32
+        rope: tuple[Tensor, Tensor] | None,  # cos, sin: (T, D/2) each, in x's dtype
         mask: Tensor | None,  # (T, S) boolean, True = may attend; None with is_causal or T = 1
         is_causal: bool,
         cache: KVCache | None,
@@ -130,8 +134,8 @@ class Attention(nn.Module):
         v = self.v_proj(x).view(B, T, H_kv, D)  # (B, T, H_kv, D)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
-        q = q.transpose(1, 2).cast(_dt.float32)  # (B, H, T, D)
-        k = k.transpose(1, 2).cast(_dt.float32)  # (B, H_kv, T, D)
+        q = q.transpose(1, 2)  # (B, H, T, D)
+        k = k.transpose(1, 2)  # (B, H_kv, T, D)
         v = v.transpose(1, 2)  # (B, H_kv, T, D)
         if rope is not None:
             q, k = F.rope(q, *rope), F.rope(k, *rope)
@@ -139,7 +143,7 @@ class Attention(nn.Module):
             k, v = cache.update(layer, pos, k, v)  # (B, H_kv, S, D) views, in the cache's dtype
         # GQA: sdpa groups the H query heads over the H_kv key/value heads by broadcasting, no copy.
         y = F.scaled_dot_product_attention(
-            q, k.cast(_dt.float32), v.cast(_dt.float32), attn_mask=mask, is_causal=is_causal
+            q.cast(_dt.float32), k.cast(_dt.float32), v.cast(_dt.float32), attn_mask=mask, is_causal=is_causal
         )  # (B, H, T, D)
         y = y.cast(x.dtype).transpose(1, 2).reshape(B, T, H * D)  # (B, T, H*D)
         return self.o_proj(y)  # (B, T, C)
@@ -210,7 +214,10 @@ class Transformer(nn.Module):
         x = self.embed_tokens(ids)  # (B, T, C)
         if self.embed_positions is not None:
             x = x + self.embed_positions.weight[pos:S]  # (T, C) broadcast over B
-        rope = F.rope_frequencies(T, cfg.head_dim, cfg.rope_theta, offset=pos) if cfg.positions == "rope" else None
+        rope = None
+        if cfg.positions == "rope":
+            cos, sin = F.rope_frequencies(T, cfg.head_dim, cfg.rope_theta, offset=pos)  # (T, D/2) each
+            rope = cos.cast(self.dtype), sin.cast(self.dtype)
         # Query i sits at position pos + i and sees keys 0..pos+i: bottom-right aligned causality.
         # One query sees everything cached; a fresh prompt is sdpa's (top-left aligned) is_causal.
         is_causal = T > 1 and pos == 0
