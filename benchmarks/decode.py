@@ -120,9 +120,8 @@ def main() -> None:
         if runs:
             prefill = max(r[0] for r in runs)
             decode = max(r[1] for r in runs)
-            print(
-                f"{name:>12}: prefill {prefill:7.1f} tok/s   decode {decode:6.2f} tok/s ({100 * decode / bound:.0f}% of bound)"
-            )
+            share = 100 * decode / bound
+            print(f"{name:>12}: prefill {prefill:7.1f} tok/s   decode {decode:6.2f} tok/s ({share:.0f}% of bound)")
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB, magnetron {mag.__version__}")
 
 
