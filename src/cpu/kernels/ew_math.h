@@ -1,0 +1,140 @@
+/*
+ * Scalar helpers of the elementwise kernels, with PyTorch's semantics where C's differ
+ * (rounding half to even, floor division and modulo, NaN-propagating maximum, integer
+ * division by zero, shifts past the width). Float helpers exist for float and double from one
+ * body; MAG_FLT(fn, x) picks the one matching x's type. Integer helpers compute in 64 bits:
+ * the rows truncate on store, which gives the same bits as wrapping arithmetic in the narrow
+ * type.
+ */
+#ifndef MAG_CPU_KERNELS_EW_MATH_H
+#define MAG_CPU_KERNELS_EW_MATH_H
+
+#include "dtype_ops.h"
+
+#include <tgmath.h>
+
+#define MAG_FLT(fn, x) _Generic((x), float: fn##_f32, default: fn##_f64)
+
+/*
+ * BIG is the first power of two from which every value of T is an integer. Rounding goes
+ * through (|x| + BIG) - BIG, which the FPU rounds half to even; it needs no libm call, so the
+ * loops vectorise. copysign keeps the sign of zero results (ceil(-0.5) == -0.0), as C does.
+ */
+#define MAG_EW_FLOAT_HELPERS(T, S, BIG)                                                                                \
+    static inline T mag_rint_##S(T x) {                                                                                \
+        T ax = fabs(x);                                                                                                \
+        return ax < BIG ? copysign((ax + BIG) - BIG, x) : x;                                                           \
+    }                                                                                                                  \
+    static inline T mag_floor_##S(T x) {                                                                               \
+        T r = mag_rint_##S(x);                                                                                         \
+        return copysign(r > x ? r - 1 : r, x);                                                                         \
+    }                                                                                                                  \
+    static inline T mag_ceil_##S(T x) {                                                                                \
+        T r = mag_rint_##S(x);                                                                                         \
+        return copysign(r < x ? r + 1 : r, x);                                                                         \
+    }                                                                                                                  \
+    static inline T mag_trunc_##S(T x) {                                                                               \
+        T r = mag_rint_##S(x);                                                                                         \
+        return copysign(fabs(r) > fabs(x) ? fabs(r) - 1 : fabs(r), x);                                                 \
+    }                                                                                                                  \
+    static inline T mag_sigmoid_##S(T x) { return 1 / (1 + exp(-x)); }                                                 \
+    static inline T mag_silu_##S(T x) { return x / (1 + exp(-x)); }                                                   \
+    static inline T mag_hard_sigmoid_##S(T x) { /* relu6(x + 3) / 6, NaN stays NaN */                                  \
+        T t = x + 3;                                                                                                   \
+        t = t < 0 ? 0 : t;                                                                                             \
+        return (t > 6 ? 6 : t) / 6;                                                                                    \
+    }                                                                                                                  \
+    static inline T mag_gelu_##S(T x) { return x * (T)0.5 * (1 + erf(x * (T)0.70710678118654752440)); }              \
+    static inline T mag_gelu_approx_##S(T x) { /* tanh form: sqrt(2/pi) * (x + 0.044715 x^3) */                        \
+        return (T)0.5 * x * (1 + tanh((T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x)));                     \
+    }                                                                                                                  \
+    /* NaN wins (either operand); otherwise the first operand on ties, so max(-0.0, 0.0) == -0.0 */                    \
+    static inline T mag_maximum_##S(T x, T y) { return x != x ? x : y != y ? y : x < y ? y : x; }                      \
+    static inline T mag_minimum_##S(T x, T y) { return x != x ? x : y != y ? y : y < x ? y : x; }                      \
+    /* Python's %: the result takes the divisor's sign; x % 0 is NaN */                                                \
+    static inline T mag_mod_##S(T x, T y) {                                                                            \
+        T r = fmod(x, y);                                                                                              \
+        return (r != 0 && (r < 0) != (y < 0)) ? r + y : r;                                                             \
+    }                                                                                                                  \
+    /* Python's //: floor of the exact quotient, computed from fmod so it is correctly rounded; x // 0 is x / 0 */     \
+    static inline T mag_floordiv_##S(T x, T y) {                                                                       \
+        if (y == 0) return x / y;                                                                                      \
+        T r = fmod(x, y), q = (x - r) / y;                                                                             \
+        if (r != 0 && (r < 0) != (y < 0)) q -= 1;                                                                      \
+        if (q == 0) return copysign((T)0, x / y);                                                                      \
+        T f = floor(q);                                                                                                \
+        return q - f > (T)0.5 ? f + 1 : f;                                                                             \
+    }
+MAG_EW_FLOAT_HELPERS(float, f32, 0x1p23f)
+MAG_EW_FLOAT_HELPERS(double, f64, 0x1p52)
+
+#define MAG_IMAX(x, y) ((x) < (y) ? (y) : (x))
+#define MAG_IMIN(x, y) ((y) < (x) ? (y) : (x))
+
+/* Integer floor division and modulo; a zero divisor sets *err instead of trapping. */
+static inline int64_t mag_floordiv_i64(int64_t x, int64_t y, int *err) {
+    if (y == 0) {
+        *err = MAG_ERR_ZERO_DIVISION;
+        return 0;
+    }
+    if (y == -1) return (int64_t)(0u - (uint64_t)x); /* INT_MIN // -1 wraps to INT_MIN */
+    int64_t q = x / y;
+    return (x % y != 0 && (x < 0) != (y < 0)) ? q - 1 : q;
+}
+static inline int64_t mag_mod_i64(int64_t x, int64_t y, int *err) {
+    if (y == 0) {
+        *err = MAG_ERR_ZERO_DIVISION;
+        return 0;
+    }
+    if (y == -1) return 0; /* INT_MIN % -1 traps in hardware */
+    int64_t r = x % y;
+    return (r != 0 && (r < 0) != (y < 0)) ? r + y : r;
+}
+static inline uint64_t mag_div_u64(uint64_t x, uint64_t y, int *err) {
+    if (y == 0) {
+        *err = MAG_ERR_ZERO_DIVISION;
+        return 0;
+    }
+    return x / y;
+}
+static inline uint64_t mag_mod_u64(uint64_t x, uint64_t y, int *err) {
+    if (y == 0) {
+        *err = MAG_ERR_ZERO_DIVISION;
+        return 0;
+    }
+    return x % y;
+}
+
+/* Integer powers wrap like repeated multiplication. */
+static inline uint64_t mag_ipow_u64(uint64_t b, uint64_t e) {
+    uint64_t r = 1;
+    for (; e; e >>= 1, b *= b)
+        if (e & 1) r *= b;
+    return r;
+}
+/* A negative exponent gives the truncated value of 1 / b**|e|, as PyTorch does for tensor exponents. */
+static inline int64_t mag_ipow_i64(int64_t b, int64_t e) {
+    if (e >= 0) return (int64_t)mag_ipow_u64((uint64_t)b, (uint64_t)e);
+    if (b == 1) return 1;
+    if (b == -1) return (e & 1) ? -1 : 1;
+    return 0;
+}
+
+/*
+ * Shifts by a count outside [0, bits) are undefined in C; PyTorch gives 0 for left shifts and
+ * the sign fill (0 or -1) for right shifts. `bits` is the width of the element type.
+ */
+static inline int64_t mag_shl_i64(int64_t x, int64_t s, int64_t bits) {
+    return (s < 0 || s >= bits) ? 0 : (int64_t)((uint64_t)x << s);
+}
+static inline int64_t mag_shr_i64(int64_t x, int64_t s, int64_t bits) {
+    return (s < 0 || s >= bits) ? (x < 0 ? -1 : 0) : x >> s;
+}
+static inline uint64_t mag_shl_u64(uint64_t x, uint64_t s, int64_t bits) {
+    return s >= (uint64_t)bits ? 0 : x << s;
+}
+static inline uint64_t mag_shr_u64(uint64_t x, uint64_t s, int64_t bits) {
+    return s >= (uint64_t)bits ? 0 : x >> s;
+}
+
+#endif
