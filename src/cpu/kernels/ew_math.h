@@ -44,7 +44,8 @@
         t = t < 0 ? 0 : t;                                                                                             \
         return (t > 6 ? 6 : t) / 6;                                                                                    \
     }                                                                                                                  \
-    static inline T mag_gelu_##S(T x) { return x * (T)0.5 * (1 + erf(x * (T)0.70710678118654752440)); }              \
+    /* x * Phi(x) through erfc: 1 + erf(x / sqrt 2) would cancel for negative x */                                    \
+    static inline T mag_gelu_##S(T x) { return x * (T)0.5 * erfc(x * (T)-0.70710678118654752440); }                   \
     static inline T mag_gelu_approx_##S(T x) { /* tanh form: sqrt(2/pi) * (x + 0.044715 x^3) */                        \
         return (T)0.5 * x * (1 + tanh((T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x)));                     \
     }                                                                                                                  \
