@@ -33,7 +33,8 @@ def clamp(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     """``min(max(x, min), max)`` like torch.clamp; either bound may be None, a number or a tensor.
 
     Number bounds are weak scalars (an integer tensor clamped to 0.5 gives float32); NaN in x
-    or in a bound gives NaN; min > max gives max everywhere.
+    or in a bound gives NaN; min > max gives max everywhere. Tensor bounds broadcast and run as
+    ``x.maximum(min).minimum(max)`` (so there -0.0 clamped at 0.0 becomes +0.0).
     """
     return _clamp(self, min, max, None)
 

@@ -49,9 +49,18 @@
     static inline T mag_gelu_approx_##S(T x) { /* tanh form: sqrt(2/pi) * (x + 0.044715 x^3) */                        \
         return (T)0.5 * x * (1 + tanh((T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x)));                     \
     }                                                                                                                  \
-    /* NaN wins (either operand); otherwise the first operand on ties, so max(-0.0, 0.0) == -0.0 */                    \
-    static inline T mag_maximum_##S(T x, T y) { return x != x ? x : y != y ? y : x < y ? y : x; }                      \
-    static inline T mag_minimum_##S(T x, T y) { return x != x ? x : y != y ? y : y < x ? y : x; }                      \
+    /* IEEE 754-2019 maximum/minimum: NaN wins (either operand) and -0.0 < +0.0 */                                   \
+    static inline T mag_maximum_##S(T x, T y) {                                                                        \
+        return x != x ? x : y != y ? y : (x < y || (x == y && signbit(x))) ? y : x;                                    \
+    }                                                                                                                  \
+    static inline T mag_minimum_##S(T x, T y) {                                                                        \
+        return x != x ? x : y != y ? y : (y < x || (x == y && signbit(y))) ? y : x;                                    \
+    }                                                                                                                  \
+    /* x itself when lo <= x <= hi (so -0.0 stays in [0, 1]); a NaN operand or bound gives NaN */                    \
+    static inline T mag_clamp_##S(T x, T lo, T hi) {                                                                   \
+        T t = lo != lo ? lo : x < lo ? lo : x;                                                                         \
+        return hi != hi ? hi : t > hi ? hi : t;                                                                        \
+    }                                                                                                                  \
     /* Python's %: the result takes the divisor's sign; x % 0 is NaN */                                                \
     static inline T mag_mod_##S(T x, T y) {                                                                            \
         T r = fmod(x, y);                                                                                              \

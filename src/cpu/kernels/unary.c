@@ -62,7 +62,7 @@
     CT lo = MAG_EW_SCALAR(CT, a->attrs[0]);                                                                            \
     CT hi = MAG_EW_SCALAR(CT, a->attrs[1]);
 #define CLAMP_OPS(X)                                                                                                   \
-    X(FLOAT, CLAMP, MAG_FLT(mag_minimum, x)(MAG_FLT(mag_maximum, x)(x, lo), hi))                                       \
+    X(FLOAT, CLAMP, MAG_FLT(mag_clamp, x)(x, lo, hi))                                                                  \
     X(INT, CLAMP, MAG_IMIN(MAG_IMAX(x, lo), hi))
 
 /* the names below are local to this file: variant.c includes every kernel file into one unit */
