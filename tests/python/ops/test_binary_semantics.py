@@ -139,7 +139,7 @@ def test_integer_powers() -> None:
     assert_same(from_torch(t) ** 0, t**0, "x ** 0")
     assert_same(2 ** from_torch(e), 2**e, "2 ** negative tensor")
     x = from_torch(t)
-    for bad in (lambda: x ** -1, lambda: x.pow(-2), lambda: x.pow_(-1), lambda: tensor([True], mag.boolean) ** -1):
+    for bad in (lambda: x**-1, lambda: x.pow(-2), lambda: x.pow_(-1), lambda: tensor([True], mag.boolean) ** -1):
         with pytest.raises(ValueError, match="integers to negative integer powers"):
             bad()
 

@@ -22,6 +22,7 @@ from ew_helpers import (
     reference,
     tensor,
     to_torch,
+    tolerance,
     unary_layouts,
     values,
 )
@@ -98,7 +99,7 @@ def test_unary(op: str, dt: mag.dtype.DType) -> None:
     for layout, x in unary_layouts(_maker(dt, dom, 0)):
         what = f"{op} {dt} {layout}"
         expected = reference(op, ref, to_torch(x))
-        assert_same(getattr(x, op)(), expected, what)
+        assert_same(getattr(x, op)(), expected, what, tol=tolerance(op, dt))
         if not inplace:
             continue
         if layout == "broadcast":  # two elements share one address: not a valid destination
@@ -106,7 +107,7 @@ def test_unary(op: str, dt: mag.dtype.DType) -> None:
                 getattr(x, op + "_")()
         elif can_store(MAG_DTYPES[expected.dtype], dt):
             assert getattr(x, op + "_")() is x
-            assert_same(x, expected.to(TORCH_DTYPES[dt]), what + " in place")
+            assert_same(x, expected.to(TORCH_DTYPES[dt]), what + " in place", tol=tolerance(op, dt))
         else:
             with pytest.raises(TypeError, match=op):
                 getattr(x, op + "_")()
