@@ -11,11 +11,9 @@
     X(ALL, MUL, x * y)                                                                                                 \
     X(FLOAT, DIV, x / y)                                                                                               \
     X(FLOAT, FLOORDIV, MAG_FLT(mag_floordiv, x)(x, y))                                                                 \
-    X(SINT, FLOORDIV, mag_floordiv_i64(x, y, &err))                                                                    \
-    X(UINT, FLOORDIV, mag_div_u64(x, y, &err))                                                                         \
+    X(INT, FLOORDIV, MAG_INT(mag_floordiv, x)(x, y, &err))                                                             \
     X(FLOAT, MOD, MAG_FLT(mag_mod, x)(x, y))                                                                           \
-    X(SINT, MOD, mag_mod_i64(x, y, &err))                                                                              \
-    X(UINT, MOD, mag_mod_u64(x, y, &err))                                                                              \
+    X(INT, MOD, MAG_INT(mag_mod, x)(x, y, &err))                                                                       \
     X(FLOAT, POW, pow(x, y))                                                                                           \
     X(SINT, POW, mag_ipow_i64(x, y))                                                                                   \
     X(UINT, POW, mag_ipow_u64(x, y))                                                                                   \

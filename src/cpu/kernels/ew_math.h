@@ -2,9 +2,9 @@
  * Scalar helpers of the elementwise kernels, with PyTorch's semantics where C's differ
  * (rounding half to even, floor division and modulo, NaN-propagating maximum, integer
  * division by zero, shifts past the width). Float helpers exist for float and double from one
- * body; MAG_FLT(fn, x) picks the one matching x's type. Integer helpers compute in 64 bits:
- * the rows truncate on store, which gives the same bits as wrapping arithmetic in the narrow
- * type.
+ * body; MAG_FLT(fn, x) picks the one matching x's type. Integer helpers compute in 32 or 64
+ * bits: the rows truncate on store, which gives the same bits as wrapping arithmetic in the
+ * narrow type.
  */
 #ifndef MAG_CPU_KERNELS_EW_MATH_H
 #define MAG_CPU_KERNELS_EW_MATH_H
@@ -17,25 +17,27 @@
 
 /*
  * BIG is the first power of two from which every value of T is an integer. Rounding goes
- * through (|x| + BIG) - BIG, which the FPU rounds half to even; it needs no libm call, so the
- * loops vectorise. copysign keeps the sign of zero results (ceil(-0.5) == -0.0), as C does.
+ * through (|x| + BIG) - BIG, which the FPU rounds half to even; it needs no libm call. The
+ * helpers compute every candidate and then select, without branches around arithmetic: the
+ * compiler may not speculate FP operations (-ftrapping-math), so branches would keep the loops
+ * scalar. copysign keeps the sign of zero results (ceil(-0.5) == -0.0), as C does.
  */
 #define MAG_EW_FLOAT_HELPERS(T, S, BIG)                                                                                \
     static inline T mag_rint_##S(T x) {                                                                                \
-        T ax = fabs(x);                                                                                                \
-        return ax < BIG ? copysign((ax + BIG) - BIG, x) : x;                                                           \
+        T ax = fabs(x), r = copysign((ax + BIG) - BIG, x);                                                             \
+        return ax < BIG ? r : x;                                                                                       \
     }                                                                                                                  \
     static inline T mag_floor_##S(T x) {                                                                               \
         T r = mag_rint_##S(x);                                                                                         \
-        return copysign(r > x ? r - 1 : r, x);                                                                         \
+        return copysign(r - (T)(r > x), x);                                                                            \
     }                                                                                                                  \
     static inline T mag_ceil_##S(T x) {                                                                                \
         T r = mag_rint_##S(x);                                                                                         \
-        return copysign(r < x ? r + 1 : r, x);                                                                         \
+        return copysign(r + (T)(r < x), x);                                                                            \
     }                                                                                                                  \
     static inline T mag_trunc_##S(T x) {                                                                               \
-        T r = mag_rint_##S(x);                                                                                         \
-        return copysign(fabs(r) > fabs(x) ? fabs(r) - 1 : fabs(r), x);                                                 \
+        T r = fabs(mag_rint_##S(x));                                                                                   \
+        return copysign(r - (T)(r > fabs(x)), x);                                                                      \
     }                                                                                                                  \
     static inline T mag_sigmoid_##S(T x) { return 1 / (1 + exp(-x)); }                                                 \
     static inline T mag_silu_##S(T x) { return x / (1 + exp(-x)); }                                                   \
@@ -51,10 +53,10 @@
     }                                                                                                                  \
     /* IEEE 754-2019 maximum/minimum: NaN wins (either operand) and -0.0 < +0.0 */                                   \
     static inline T mag_maximum_##S(T x, T y) {                                                                        \
-        return x != x ? x : y != y ? y : (x < y || (x == y && signbit(x))) ? y : x;                                    \
+        return x != x ? x : y != y ? y : ((x < y) | ((x == y) & (signbit(x) != 0))) ? y : x;                           \
     }                                                                                                                  \
     static inline T mag_minimum_##S(T x, T y) {                                                                        \
-        return x != x ? x : y != y ? y : (y < x || (x == y && signbit(y))) ? y : x;                                    \
+        return x != x ? x : y != y ? y : ((y < x) | ((x == y) & (signbit(y) != 0))) ? y : x;                           \
     }                                                                                                                  \
     /* x itself when lo <= x <= hi (so -0.0 stays in [0, 1]); a NaN operand or bound gives NaN */                    \
     static inline T mag_clamp_##S(T x, T lo, T hi) {                                                                   \
@@ -81,39 +83,58 @@ MAG_EW_FLOAT_HELPERS(double, f64, 0x1p52)
 #define MAG_IMAX(x, y) ((x) < (y) ? (y) : (x))
 #define MAG_IMIN(x, y) ((y) < (x) ? (y) : (x))
 
-/* Integer floor division and modulo; a zero divisor sets *err instead of trapping. */
-static inline int64_t mag_floordiv_i64(int64_t x, int64_t y, int *err) {
-    if (y == 0) {
-        *err = MAG_ERR_ZERO_DIVISION;
-        return 0;
+/*
+ * Integer floor division and modulo, in the operands' width (a 64-bit divide is several times
+ * slower than a 32-bit one); narrower types use the 32-bit helpers. A zero divisor sets *err
+ * instead of trapping; MIN // -1 wraps to MIN and MIN % -1 is 0, where the hardware would trap.
+ */
+#define MAG_EW_SIGNED_DIV(T, U, S)                                                                                     \
+    static inline T mag_floordiv_##S(T x, T y, int *err) {                                                             \
+        if (y == 0) {                                                                                                  \
+            *err = MAG_ERR_ZERO_DIVISION;                                                                              \
+            return 0;                                                                                                  \
+        }                                                                                                              \
+        if (y == -1) return (T)(0 - (U)x);                                                                             \
+        T q = x / y;                                                                                                   \
+        return (x % y != 0 && (x < 0) != (y < 0)) ? q - 1 : q;                                                         \
+    }                                                                                                                  \
+    static inline T mag_mod_##S(T x, T y, int *err) {                                                                  \
+        if (y == 0) {                                                                                                  \
+            *err = MAG_ERR_ZERO_DIVISION;                                                                              \
+            return 0;                                                                                                  \
+        }                                                                                                              \
+        if (y == -1) return 0;                                                                                         \
+        T r = x % y;                                                                                                   \
+        return (r != 0 && (r < 0) != (y < 0)) ? r + y : r;                                                             \
     }
-    if (y == -1) return (int64_t)(0u - (uint64_t)x); /* INT_MIN // -1 wraps to INT_MIN */
-    int64_t q = x / y;
-    return (x % y != 0 && (x < 0) != (y < 0)) ? q - 1 : q;
-}
-static inline int64_t mag_mod_i64(int64_t x, int64_t y, int *err) {
-    if (y == 0) {
-        *err = MAG_ERR_ZERO_DIVISION;
-        return 0;
+#define MAG_EW_UNSIGNED_DIV(T, S)                                                                                      \
+    static inline T mag_floordiv_##S(T x, T y, int *err) {                                                             \
+        if (y == 0) {                                                                                                  \
+            *err = MAG_ERR_ZERO_DIVISION;                                                                              \
+            return 0;                                                                                                  \
+        }                                                                                                              \
+        return x / y;                                                                                                  \
+    }                                                                                                                  \
+    static inline T mag_mod_##S(T x, T y, int *err) {                                                                  \
+        if (y == 0) {                                                                                                  \
+            *err = MAG_ERR_ZERO_DIVISION;                                                                              \
+            return 0;                                                                                                  \
+        }                                                                                                              \
+        return x % y;                                                                                                  \
     }
-    if (y == -1) return 0; /* INT_MIN % -1 traps in hardware */
-    int64_t r = x % y;
-    return (r != 0 && (r < 0) != (y < 0)) ? r + y : r;
-}
-static inline uint64_t mag_div_u64(uint64_t x, uint64_t y, int *err) {
-    if (y == 0) {
-        *err = MAG_ERR_ZERO_DIVISION;
-        return 0;
-    }
-    return x / y;
-}
-static inline uint64_t mag_mod_u64(uint64_t x, uint64_t y, int *err) {
-    if (y == 0) {
-        *err = MAG_ERR_ZERO_DIVISION;
-        return 0;
-    }
-    return x % y;
-}
+MAG_EW_SIGNED_DIV(int32_t, uint32_t, i32)
+MAG_EW_SIGNED_DIV(int64_t, uint64_t, i64)
+MAG_EW_UNSIGNED_DIV(uint32_t, u32)
+MAG_EW_UNSIGNED_DIV(uint64_t, u64)
+/* The helper of x's integer type: 8- and 16-bit values widen to the 32-bit one of their signedness. */
+#define MAG_INT(fn, x)                                                                                                 \
+    _Generic((x),                                                                                                      \
+        int64_t: fn##_i64,                                                                                             \
+        uint64_t: fn##_u64,                                                                                            \
+        uint32_t: fn##_u32,                                                                                            \
+        uint16_t: fn##_u32,                                                                                            \
+        uint8_t: fn##_u32,                                                                                             \
+        default: fn##_i32)
 
 /* Integer powers wrap like repeated multiplication. */
 static inline uint64_t mag_ipow_u64(uint64_t b, uint64_t e) {
