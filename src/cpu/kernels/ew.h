@@ -28,6 +28,16 @@
 #define MAG_EW_SCALAR(CT, s)                                                                                           \
     ((s).kind == MAG_SCALAR_FLOAT ? (CT)(s).f : (s).kind == MAG_SCALAR_UINT ? (CT)(s).u : (CT)(s).i)
 
+/* Strided rows: operand loads from unaligned bytes, one helper per dtype. */
+#define MAG_EW_LOAD_FN(ID, ST, CT)                                                                                     \
+    static inline CT mag_ew_load_##ID(const uint8_t *p) {                                                              \
+        ST v;                                                                                                          \
+        memcpy(&v, p, sizeof(v));                                                                                      \
+        return MAG_LD_##ID(v);                                                                                         \
+    }
+MAG_ALL_DTYPES(MAG_EW_LOAD_FN)
+#undef MAG_EW_LOAD_FN
+
 #define MAG_EW_FINISH(a, err)                                                                                          \
     if (err) atomic_store((a)->status, err)
 
@@ -44,14 +54,10 @@
                 o[i] = MAG_EW_ST_##MODE(ID, expr);                                                                     \
             }                                                                                                          \
         } else {                                                                                                       \
-            uint8_t *op = p[0];                                                                                        \
-            const uint8_t *xp = p[1];                                                                                  \
-            for (int64_t i = 0; i < n; ++i, op += s[0], xp += s[1]) {                                                  \
-                ST xv;                                                                                                 \
-                memcpy(&xv, xp, sizeof(xv));                                                                           \
-                CT x = MAG_LD_##ID(xv);                                                                                \
+            for (int64_t i = 0; i < n; ++i) {                                                                          \
+                CT x = mag_ew_load_##ID(p[1] + i * s[1]);                                                              \
                 out_t r = MAG_EW_ST_##MODE(ID, expr);                                                                  \
-                memcpy(op, &r, sizeof(r));                                                                             \
+                memcpy(p[0] + i * s[0], &r, sizeof(r));                                                                \
             }                                                                                                          \
         }                                                                                                              \
         MAG_EW_FINISH(a, err);                                                                                         \
@@ -78,15 +84,10 @@
         } else if (s[0] == sizeof(out_t) && s[1] == 0 && s[2] == sizeof(ST)) {                                         \
             MAG_EW_BINARY_LOOP(MODE, expr, ID, ST, CT, 0, i)                                                           \
         } else {                                                                                                       \
-            uint8_t *op = p[0];                                                                                        \
-            const uint8_t *xp = p[1], *yp = p[2];                                                                      \
-            for (int64_t i = 0; i < n; ++i, op += s[0], xp += s[1], yp += s[2]) {                                      \
-                ST xv, yv;                                                                                             \
-                memcpy(&xv, xp, sizeof(xv));                                                                           \
-                memcpy(&yv, yp, sizeof(yv));                                                                           \
-                CT x = MAG_LD_##ID(xv), y = MAG_LD_##ID(yv);                                                           \
+            for (int64_t i = 0; i < n; ++i) {                                                                          \
+                CT x = mag_ew_load_##ID(p[1] + i * s[1]), y = mag_ew_load_##ID(p[2] + i * s[2]);                       \
                 out_t r = MAG_EW_ST_##MODE(ID, expr);                                                                  \
-                memcpy(op, &r, sizeof(r));                                                                             \
+                memcpy(p[0] + i * s[0], &r, sizeof(r));                                                                \
             }                                                                                                          \
         }                                                                                                              \
         MAG_EW_FINISH(a, err);                                                                                         \
