@@ -11,6 +11,7 @@ from . import dtype
 from ._grad_mode import enable_grad, no_grad
 from ._tensor import Tensor
 from .context import context
+from .io import Snapshot, load, save
 from .dtype import (
     bfloat16,
     boolean,
@@ -37,6 +38,9 @@ __all__ = [
     "enable_grad",
     "context",
     "FormatError",
+    "save",
+    "load",
+    "Snapshot",
     "float32",
     "float16",
     "bfloat16",

@@ -94,11 +94,10 @@ struct ValueBuilder {
         }
         int kinds = 0;
         for (bool b : has) kinds += b;
-        bool ints = has[MAG_VALUE_I64] || has[MAG_VALUE_U64];
         if (items.empty()) *elem = MAG_VALUE_I64;
         else if (kinds == 1) *elem = items[0].type;
         else if (has[MAG_VALUE_F64] && kinds == 1 + has[MAG_VALUE_I64] + has[MAG_VALUE_U64]) *elem = MAG_VALUE_F64;
-        else if (ints && kinds == 2 && !has[MAG_VALUE_F64]) *elem = MAG_VALUE_U64;
+        else if (has[MAG_VALUE_I64] && has[MAG_VALUE_U64] && kinds == 2) *elem = MAG_VALUE_U64;
         else raise_error(PyExc_TypeError, "save: metadata '%s': a list must hold values of one kind", key.c_str());
         if (*elem == MAG_VALUE_U64 && negative)
             raise_error(PyExc_OverflowError, "save: metadata '%s': a list mixes negative integers with integers >= 2**63",
@@ -159,6 +158,12 @@ static nb::dict tensor_info(mag_snapshot_t *s, int64_t i) {
     d["nbytes"] = t->nbytes;
     d["crc32c"] = t->crc32c;
     return d;
+}
+
+// C strings end at NUL, so a Python name with one inside would silently lose its tail.
+static const char *c_name(const std::string &s, const char *what) {
+    if (s.find('\0') != std::string::npos) raise_error(PyExc_ValueError, "save: %s '%s' contains a NUL character", what, s.c_str());
+    return s.c_str();
 }
 
 static void release_tensor(void *t) { mag_tensor_release((mag_tensor_t *)t); }
@@ -264,12 +269,12 @@ void register_snapshot(nb::module_ &m) {
             } else {
                 v = b.scalar(value);
             }
-            check(mag_snapshot_write_metadata(w.get(), key.c_str(), &v));
+            check(mag_snapshot_write_metadata(w.get(), c_name(key, "metadata key"), &v));
         }, nb::arg("key"), nb::arg("value"))
         .def("declare", [](SnapshotWriter &w, const std::string &name, int dt, nb::handle shape) {
             auto s = to_shape(shape, "save");
             int64_t index = -1;
-            check(mag_snapshot_write_declare(w.get(), name.c_str(), to_dtype(dt, "save"), (int64_t)s.size(), s.data(), &index));
+            check(mag_snapshot_write_declare(w.get(), c_name(name, "tensor name"), to_dtype(dt, "save"), (int64_t)s.size(), s.data(), &index));
             return index;
         }, nb::arg("name"), nb::arg("dtype_id"), nb::arg("shape"))
         .def("write", [](SnapshotWriter &w, int64_t index, const Tensor &t) {

@@ -234,6 +234,11 @@ static mag_status_t freeze(mag_snapshot_writer_t *w) {
     if (!align_up(SNAP_HEADER_SIZE + index, &w->data_offset) || __builtin_add_overflow(w->data_offset, cursor, &total) ||
         total > (uint64_t)INT64_MAX)
         return mag_error(MAG_ERR_VALUE, "save: the snapshot would exceed 2**63 bytes");
+    /* the full size now: trailing padding and empty tensors are part of the data section */
+    if (ftruncate(w->fd, (off_t)total)) {
+        w->failed = true;
+        return mag_error_io(errno, "save: cannot size '%s'", w->tmp);
+    }
     w->index_size = index;
     w->data_size = cursor;
     w->frozen = true;
