@@ -6,12 +6,10 @@ runtime context (``mag.context``) and, as they land, autograd, ``nn``, ``optim``
 
 from __future__ import annotations
 
-from . import _C
-from . import dtype
+from . import _C, dtype
 from ._grad_mode import enable_grad, no_grad
 from ._tensor import Tensor
 from .context import context
-from .io import Snapshot, load, save
 from .dtype import (
     bfloat16,
     boolean,
@@ -27,6 +25,7 @@ from .dtype import (
     uint32,
     uint64,
 )
+from .io import Snapshot, load, save
 
 __version__ = "0.1.0"
 FormatError = _C.FormatError

@@ -163,19 +163,20 @@ static mag_status_t rd_tensor(reader_t *r, int64_t i, uint64_t data_offset, uint
     if (rank > MAG_MAX_RANK) return bad(r->path, "tensor '%s': rank %u exceeds %d", nm, rank, MAG_MAX_RANK);
     t->rank = rank;
     int64_t numel = 1;
-    bool overflow = false;
+    bool overflow = false, empty = false;
     for (uint32_t d = 0; d < rank; ++d) {
         uint64_t dim;
         MAG_TRY(rd_u64(r, nm, &dim));
         if (dim > (uint64_t)INT64_MAX) return bad(r->path, "tensor '%s': dimension %u is %llu", nm, d, (unsigned long long)dim);
         t->shape[d] = (int64_t)dim;
+        empty |= dim == 0;
         overflow |= __builtin_mul_overflow(numel, t->shape[d], &numel);
     }
     uint64_t rel, expected;
     MAG_TRY(rd_u64(r, nm, &rel));
     MAG_TRY(rd_u64(r, nm, &t->nbytes));
     MAG_TRY(rd_u32(r, nm, &t->crc32c));
-    if (numel == 0) overflow = false; /* a zero dim empties any product */
+    if (empty) numel = 0, overflow = false; /* a zero dim empties any product */
     if (overflow || __builtin_mul_overflow((uint64_t)numel, (uint64_t)mag_dtype_info(t->dtype)->size, &expected))
         return bad(r->path, "tensor '%s': shape %s has more elements than can be addressed", nm,
                    mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, t->rank, t->shape));

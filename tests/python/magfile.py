@@ -131,13 +131,14 @@ def build(
     if data_offset is None:
         data_offset = -(-index_end // alignment) * alignment
     # sparse: only up to the last data byte (the caller writes the rest with seek)
-    data = bytearray(max((t.offset + len(t.data) for t in tensors if t.data), default=0) if sparse else cursor)
+    if data_size is None:
+        data_size = cursor
+    data = bytearray(max((t.offset + len(t.data) for t in tensors if t.data), default=0) if sparse else data_size)
     for t in tensors:
         assert t.offset is not None
-        data[t.offset : t.offset + len(t.data)] = t.data
-        bounds.append(data_offset + t.offset + len(t.data))
-    if data_size is None:
-        data_size = len(data)
+        if t.data:
+            data[t.offset : t.offset + len(t.data)] = t.data
+            bounds.append(data_offset + t.offset + len(t.data))
     head = bytearray(MAGIC + struct.pack("<IIII", version, flags, alignment, 0))
     head += struct.pack(
         "<QQQQQ",

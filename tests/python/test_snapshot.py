@@ -13,10 +13,9 @@ import textwrap
 from pathlib import Path
 
 import magfile
+import magnetron as mag
 import numpy as np
 import pytest
-
-import magnetron as mag
 from magnetron import _C
 
 ALL_DTYPES = [
@@ -65,7 +64,8 @@ def test_round_trip_every_dtype_and_rank(tmp_path: Path, dtype: mag.dtype.DType)
 
 def test_views_are_saved_as_their_values(tmp_path: Path) -> None:
     base = mag.Tensor.arange(24, dtype=mag.float32).reshape(2, 3, 4)
-    views = {"t": base.transpose(0, 2), "slice": base[1, :, 1:3], "neg": base[:, ::-1], "bcast": base[0:1].expand(3, 3, 4)}
+    views = {"t": base.transpose(0, 2), "slice": base[1, :, 1:3], "neg": base[:, ::-1]}
+    views["bcast"] = base[0:1].expand(3, 3, 4)
     mag.save(tmp_path / "v.mag", views)
     snap = mag.load(tmp_path / "v.mag")
     for name, v in views.items():
@@ -234,7 +234,8 @@ def test_loaded_tensors_are_read_only(tmp_path: Path) -> None:
 
 
 def test_snapshot_mapping_api(tmp_path: Path) -> None:
-    mag.save(tmp_path / "s.mag", {"b": mag.Tensor.zeros(1), "a": mag.Tensor.ones(2)}, metadata={"general.architecture": "x"})
+    meta = {"general.architecture": "x"}
+    mag.save(tmp_path / "s.mag", {"b": mag.Tensor.zeros(1), "a": mag.Tensor.ones(2)}, metadata=meta)
     snap = mag.load(tmp_path / "s.mag")
     assert list(snap) == ["b", "a"] and len(snap) == 2 and "a" in snap and "z" not in snap
     assert snap.version == 1 and snap.path == str(tmp_path / "s.mag")

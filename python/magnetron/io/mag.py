@@ -126,7 +126,8 @@ def tensors_of(obj: Any) -> dict[str, Tensor]:
     if not isinstance(obj, Mapping) and callable(getattr(obj, "state_dict", None)):
         obj = obj.state_dict()
     if not isinstance(obj, Mapping):
-        raise TypeError(f"save: expected a mapping of name -> Tensor or an object with .state_dict(), got {type(obj).__name__}")
+        kind = type(obj).__name__
+        raise TypeError(f"save: expected a mapping of name -> Tensor or an object with .state_dict(), got {kind}")
     out = {}
     for name, value in obj.items():
         if not isinstance(name, str):
@@ -155,7 +156,7 @@ def write(
                 raise TypeError(f"save: metadata keys must be str, got {key!r}")
             writer.set_metadata(key, value)
         indices = [writer.declare(s.name, s.dtype._id, s.shape) for s in specs]
-        for index, spec in zip(indices, specs):
+        for index, spec in zip(indices, specs, strict=True):
             writer.write(index, fetch(spec))
             if on_tensor is not None:
                 on_tensor(spec.nbytes)
