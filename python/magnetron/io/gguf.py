@@ -200,10 +200,13 @@ class GGUFSource(Source):
     def _set_metadata(self) -> None:
         from .gguf_tokenizer import tokenizer_metadata
 
+        def plain(v: Any) -> Any:
+            return v.tolist() if isinstance(v, np.ndarray) else [plain(x) for x in v] if isinstance(v, list) else v
+
         for key, value in self.kv.items():
             if key in _TOKENIZER_ARRAYS:
                 continue
-            value = value.tolist() if isinstance(value, np.ndarray) else value
+            value = plain(value)
             if isinstance(value, list) and any(isinstance(v, list) for v in value):
                 value = json.dumps(value)  # .mag arrays do not nest
             self.metadata[f"gguf.{key}"] = value

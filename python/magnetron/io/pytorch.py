@@ -27,12 +27,13 @@ def _torch() -> Any:
 
 def _load(torch: Any, path: Path) -> Any:
     try:
-        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except RuntimeError:  # legacy (non-zip) checkpoints cannot be mapped
-        pass
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # unpickling refuses anything but tensors and containers
+        try:
+            return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError as e:
+            if "mmap" not in str(e):
+                raise
+            return torch.load(path, map_location="cpu", weights_only=True)  # legacy format: cannot be mapped
+    except Exception as e:  # the restricted unpickler refuses anything but tensors and containers
         raise FormatError(f"'{path}': not a loadable PyTorch checkpoint ({type(e).__name__}: {e})") from None
 
 
