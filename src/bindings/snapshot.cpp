@@ -185,6 +185,7 @@ static Tensor borrow_bytes(nb::handle obj, size_t offset, int dt, nb::handle sha
         raise_error(PyExc_ValueError, "borrow_bytes: offset %zu is past the end of a %zu-byte buffer", offset, avail);
     }
     mag_tensor_t *out = nullptr;
+    shape.reserve(1); // a rank-0 shape still needs a valid pointer (memcpy of 0 bytes from NULL is UB)
     mag_status_t s = mag_tensor_borrow(data + offset, avail - offset, dtype, (int64_t)shape.size(), shape.data(), nullptr,
                                        mag_tensor_is_read_only(bytes), MAG_OWNER_BORROWED, release_tensor, bytes, &out);
     if (s != MAG_OK) {

@@ -35,6 +35,7 @@ typedef struct buf {
 } buf_t;
 
 static bool buf_put(buf_t *b, const void *data, size_t n) {
+    if (!n) return true; /* data may be NULL then */
     if (n > b->cap - b->len) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap - b->len < n) {
@@ -212,7 +213,7 @@ mag_status_t mag_snapshot_write_declare(mag_snapshot_writer_t *w, const char *na
     }
     entry_t *e = &w->entries[w->n];
     *e = (entry_t){.dtype = dt, .rank = rank, .nbytes = nbytes};
-    memcpy(e->shape, shape, (size_t)rank * sizeof(int64_t));
+    if (rank) memcpy(e->shape, shape, (size_t)rank * sizeof(int64_t));
     if (!(e->name = strdup(name))) return oom();
     *index = w->n++;
     return MAG_OK;
