@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import json
+import os
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import magnetron as mag
@@ -386,8 +389,6 @@ def test_cli_convert_and_verify(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_progress_bar_switches(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    import sys
-
     from magnetron.utils import progress as p
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
@@ -400,3 +401,20 @@ def test_progress_bar_switches(monkeypatch: pytest.MonkeyPatch, capsys: pytest.C
         bar.update(1_000_000)
         bar.update(1_000_000)
     assert "convert: 100% 2.0 MB/2.0 MB" in capsys.readouterr().err
+
+
+def test_safetensors_import_needs_neither_torch_nor_numpy(tmp_path: Path) -> None:
+    """The native parser: a fresh interpreter where importing torch or numpy fails."""
+    st = pytest.importorskip("safetensors.torch")
+    st.save_file({"w": torch.arange(6, dtype=torch.bfloat16).reshape(2, 3)}, tmp_path / "m.safetensors")
+    script = (
+        "import sys; sys.modules['torch'] = None; sys.modules['numpy'] = None\n"
+        "import magnetron as mag\n"
+        "from magnetron.io.convert import convert\n"
+        f"convert({str(tmp_path / 'm.safetensors')!r}, {str(tmp_path / 'm.mag')!r})\n"
+        f"print(mag.load({str(tmp_path / 'm.mag')!r})['w'].tolist())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]"
