@@ -165,13 +165,13 @@ def write(
         writer.abort()  # no-op after a successful commit
 
 
-def save(path: PathLike, obj: Any, metadata: Mapping[str, Any] | None = None) -> None:
+def save(path: PathLike, tensors_or_module_or_state_dict: Any, metadata: Mapping[str, Any] | None = None) -> None:
     """Write tensors (a name -> Tensor mapping, a state_dict, a Snapshot, or anything with
-    ``.state_dict()``) and ``metadata`` to a .mag snapshot, atomically.
+    ``.state_dict()``, such as a Module) and ``metadata`` to a .mag snapshot, atomically.
 
     Metadata values are int, float, bool, str, bytes or a list of one of those; store nested
     data as JSON strings (the standard keys are listed in docs/format.md).
     """
-    tensors = tensors_of(obj)
+    tensors = tensors_of(tensors_or_module_or_state_dict)
     specs = [TensorSpec(name, t.dtype, tuple(t.shape)) for name, t in tensors.items()]
     write(path, specs, lambda s: tensors[s.name], metadata)
