@@ -26,6 +26,9 @@ void check(mag_status_t s) {
     case MAG_ERR_MEMORY: type = PyExc_MemoryError; break;
     case MAG_ERR_ZERO_DIVISION: type = PyExc_ZeroDivisionError; break;
     case MAG_ERR_FORMAT: type = format_error; break;
+    case MAG_ERR_IO: // OSError(errno, msg) picks the subclass (FileNotFoundError, ...)
+        PyErr_SetObject(PyExc_OSError, nb::make_tuple(mag_last_errno(), mag_last_error()).ptr());
+        throw nb::python_error();
     default: break;
     }
     PyErr_SetString(type, mag_last_error());
@@ -145,4 +148,5 @@ NB_MODULE(_C, m) {
     register_tensor(m, cls);
     register_ops(m, cls);
     register_interop(m, cls);
+    register_snapshot(m);
 }

@@ -36,6 +36,8 @@ struct mag_tensor {
 /* ---- errors (error.c) ---- */
 /* Record a message for mag_last_error() and return `st`; printf-style. */
 mag_status_t mag_error(mag_status_t st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A failed OS call: records errno (mag_last_errno) and appends strerror(err) to the message. */
+mag_status_t mag_error_io(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define MAG_TRY(expr)                                                                                                  \
     do {                                                                                                               \
         mag_status_t st_ = (expr);                                                                                     \
