@@ -153,9 +153,24 @@ static std::vector<mag_tensor_t *> handles(const std::vector<const Tensor *> &ts
     return out;
 }
 
+// A `dtype=` argument: None (infer from the data) or what magnetron.dtype.as_dtype accepts.
+static int dtype_arg(nb::handle h, const char *op) {
+    if (h.is_none()) return -1;
+    nb::object d = nb::module_::import_("magnetron.dtype").attr("as_dtype")(h, op);
+    return nb::cast<int>(d.attr("_id"));
+}
+
 void register_tensor(nb::module_ &m, nb::class_<Tensor> &cls) {
-    cls.def("__init__", [](Tensor *self, nb::handle data, int dtype) { new (self) Tensor(tensor_from_object(data, dtype)); },
-            nb::arg("data"), nb::arg("dtype_id") = -1);
+    // nanobind calls the C++ __init__ directly, so the whole Python signature lives here.
+    cls.def("__init__", [](Tensor *self, nb::handle data, nb::handle dtype, bool requires_grad) {
+        mag_tensor_t *t = tensor_from_object(data, dtype_arg(dtype, "Tensor"));
+        mag_status_t s = requires_grad ? mag_tensor_set_requires_grad(t, true) : MAG_OK;
+        if (s != MAG_OK) mag_tensor_release(t);
+        check(s);
+        new (self) Tensor(t);
+    }, nb::arg("data"), nb::arg("dtype").none() = nb::none(), nb::arg("requires_grad") = false,
+       "A tensor from a Python scalar, a nested list/tuple, a NumPy array or any buffer/DLPack producer (copied), "
+       "or another Tensor (shares storage).");
     cls.def_prop_ro("shape", [](const Tensor &t) { return as_tuple(dims_of(t.t, mag_tensor_shape)); });
     cls.def_prop_ro("strides", [](const Tensor &t) { return as_tuple(dims_of(t.t, mag_tensor_strides)); });
     cls.def_prop_ro("rank", [](const Tensor &t) { return mag_tensor_rank(t.t); });
