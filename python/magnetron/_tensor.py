@@ -235,8 +235,16 @@ def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def unflatten(self: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    """Split dim ``dim`` into ``sizes`` (one -1 is inferred); a view where the strides allow it."""
     d = _norm_dim(dim, self.rank, "unflatten")
-    shape = self.shape
+    shape, sizes = self.shape, tuple(sizes)
+    if not sizes:
+        raise ValueError(f"unflatten: sizes must be non-empty (shape {shape}, dim {dim})")
+    known = math.prod(s for s in sizes if s != -1)
+    n_infer = sum(1 for s in sizes if s == -1)
+    fits = known == shape[d] if n_infer == 0 else n_infer == 1 and known != 0 and shape[d] % known == 0
+    if not fits or any(s < -1 for s in sizes):
+        raise ValueError(f"unflatten: sizes {sizes} do not multiply up to dimension {d} of shape {shape}")
     return self.reshape(*shape[:d], *sizes, *shape[d + 1 :])
 
 
@@ -256,15 +264,18 @@ def view_slice(self: Tensor, dim: int, start: int, length: int, step: int = 1) -
 
 
 def movedim(self: Tensor, source: int | Sequence[int], destination: int | Sequence[int]) -> Tensor:
+    """Move dims ``source`` to positions ``destination``, the others keep their order (like torch.movedim)."""
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
     if len(src) != len(dst):
-        raise ValueError(f"movedim: {len(src)} source dims but {len(dst)} destination dims")
+        raise ValueError(f"movedim: {len(src)} source dims but {len(dst)} destination dims (shape {self.shape})")
     r = self.rank
     src = [_norm_dim(d, r, "movedim") for d in src]
     dst = [_norm_dim(d, r, "movedim") for d in dst]
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
-        raise ValueError("movedim: repeated dims")
+        raise ValueError(f"movedim: repeated dims in source {source} or destination {destination}")
+    if r == 0:
+        return self._permute(())
     order: list[int | None] = [None] * r
     for s, d in zip(src, dst):
         order[d] = s
@@ -273,17 +284,22 @@ def movedim(self: Tensor, source: int | Sequence[int], destination: int | Sequen
 
 
 def split(self: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    """Views of ``split_size`` along ``dim`` (the last may be smaller), or of the listed section sizes."""
     d = _norm_dim(dim, self.rank, "split")
     size = self.shape[d]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
-        if step <= 0:
-            raise ValueError(f"split: split_size must be positive, got {step}")
-        sections = [min(step, size - i) for i in range(0, size, step)] or [0]
+        if step < 0 or (step == 0 and size != 0):
+            raise ValueError(f"split: split_size must be positive, got {step} for dimension {d} of shape {self.shape}")
+        sections = [min(step, size - i) for i in range(0, size, step)] if size else [0]
     else:
         sections = list(split_size_or_sections)
         if sum(sections) != size or any(s < 0 for s in sections):
-            raise ValueError(f"split: sections {sections} do not add up to dimension {d} of size {size}")
+            raise ValueError(f"split: sections {sections} do not add up to dimension {d} of shape {self.shape}")
+    return _sections(self, d, sections)
+
+
+def _sections(self: Tensor, d: int, sections: list[int]) -> tuple[Tensor, ...]:
     out, start = [], 0
     for s in sections:
         out.append(self._slice(d, start, s, 1))
@@ -292,10 +308,14 @@ def split(self: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 
 
 
 def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """Up to ``chunks`` views of ceil(size / chunks) along ``dim`` (like torch.chunk: possibly fewer)."""
     if chunks <= 0:
-        raise ValueError(f"chunk: chunks must be positive, got {chunks}")
-    size = self.shape[_norm_dim(dim, self.rank, "chunk")]
-    return split(self, max(1, -(-size // chunks)), dim)
+        raise ValueError(f"chunk: chunks must be positive, got {chunks} (shape {self.shape})")
+    d = _norm_dim(dim, self.rank, "chunk")
+    size = self.shape[d]
+    if size == 0:  # torch keeps the count here: `chunks` empty views
+        return _sections(self, d, [0] * chunks)
+    return split(self, -(-size // chunks), d)
 
 
 def unbind(self: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
@@ -305,8 +325,10 @@ def unbind(self: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
 
 def _norm_dim(dim: int, rank: int, what: str) -> int:
     r = max(rank, 1)
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"{what}: dim must be an int, got {type(dim).__name__}")
     if not -r <= dim < r:
-        raise IndexError(f"{what}: dimension {dim} is out of range for a tensor of rank {rank}")
+        raise IndexError(f"{what}: dimension {dim} is out of range for a tensor of rank {rank} (expected [{-r}, {r - 1}])")
     return dim % r
 
 

@@ -8,7 +8,6 @@ static mag_status_t make_view(mag_tensor_t *t, int64_t rank, const int64_t *shap
     mag_tensor_t *v = mag_tensor_new_view(t->storage, t->dtype, rank, shape, strides, offset);
     if (!v) return mag_error(MAG_ERR_MEMORY, "out of memory allocating a view");
     v->is_view = true;
-    t->is_view = true;
     *out = v;
     return MAG_OK;
 }
