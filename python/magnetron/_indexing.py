@@ -18,20 +18,29 @@ Tensor = _C.Tensor
 
 def _as_index_tensor(obj: Any) -> Tensor:
     t = obj if isinstance(obj, Tensor) else Tensor(obj)
+    if t.numel == 0 and isinstance(obj, list):
+        return t.cast(_dt.int64)  # an empty list indexes nothing (it would otherwise be float32)
     if t.dtype.is_floating_point:
-        raise IndexError(f"tensors used as indices must be integer or boolean, got {t.dtype}")
-    if t.numel == 0 and t.dtype != _dt.boolean and isinstance(obj, list):
-        t = t.cast(_dt.int64)  # an empty list indexes nothing (it would otherwise be float32)
+        raise IndexError(f"tensors used as indices must be integer or boolean, got {t.dtype} (shape {t.shape})")
     return t
 
 
 def _is_advanced(k: Any) -> bool:
-    return isinstance(k, (Tensor, list)) or (hasattr(k, "__array__") and not isinstance(k, (int, slice)))
+    # a Python bool is a rank-0 mask (PyTorch and NumPy: x[True] adds a dim and copies);
+    # a rank-0 integer tensor or NumPy integer selects like an int (PyTorch)
+    if isinstance(k, bool):
+        return True
+    if isinstance(k, (int, slice)) or k is None or k is Ellipsis:
+        return False
+    if isinstance(k, list):
+        return True
+    t = k if isinstance(k, Tensor) else Tensor(k) if hasattr(k, "__array__") else None
+    return t is not None and not (t.rank == 0 and t.dtype.is_integer)
 
 
 def _consumed(k: Any) -> int:
     """How many dims of the tensor an index entry uses up."""
-    if k is None or k is Ellipsis or isinstance(k, bool):
+    if k is None or k is Ellipsis:
         return 0
     if _is_advanced(k):
         t = _as_index_tensor(k)
@@ -59,11 +68,6 @@ def _basic(x: Tensor, key: Any) -> tuple[Tensor, list[tuple[int, Tensor]]]:
     for k in expanded:
         if k is None:
             v = v.unsqueeze(d)
-            d += 1
-        elif isinstance(k, bool):  # x[True] adds a dim, x[False] adds an empty one
-            v = v.unsqueeze(d)
-            if not k:
-                v = v._slice(d, 0, 0, 1)
             d += 1
         elif isinstance(k, slice):
             size = v.shape[d]
@@ -95,8 +99,8 @@ def _basic(x: Tensor, key: Any) -> tuple[Tensor, list[tuple[int, Tensor]]]:
             i = k.__index__()
             v = v.select(d, i)
         else:
-            raise TypeError(f"invalid index of type {type(k).__name__}: only ints, slices, None, Ellipsis, "
-                            "and integer or boolean tensors/lists are supported")
+            raise IndexError(f"invalid index of type {type(k).__name__} for a tensor of shape {x.shape}: only ints, "
+                             "slices, None, Ellipsis, and integer or boolean tensors/lists are valid indices")
     return v, adv
 
 
@@ -136,8 +140,8 @@ def getitem(x: Tensor, key: Any) -> Tensor:
 
 def setitem(x: Tensor, key: Any, value: Any) -> None:
     v, adv = _basic(x, key)
-    if not isinstance(value, Tensor):
-        value = Tensor(value, dtype=x.dtype) if isinstance(value, (list, tuple)) else value
+    if not isinstance(value, (Tensor, bool, int, float)):  # lists, NumPy arrays, ...: their values, in x's dtype
+        value = Tensor(value, dtype=x.dtype)
     if not adv:
         if isinstance(value, Tensor):
             v._copy_(value)

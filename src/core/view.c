@@ -270,7 +270,8 @@ mag_status_t mag_tensor_as_strided(mag_tensor_t *t, int64_t rank, const int64_t 
 
 mag_status_t mag_broadcast_shape(int64_t ra, const int64_t *a, int64_t rb, const int64_t *b, int64_t *rank_out,
                                  int64_t *shape_out) {
-    int64_t r = ra > rb ? ra : rb;
+    int64_t r = ra > rb ? ra : rb, out[MAG_MAX_RANK];
+    if (r > MAG_MAX_RANK) return mag_error(MAG_ERR_VALUE, "broadcast: rank %lld exceeds %d", (long long)r, MAG_MAX_RANK);
     for (int64_t i = 0; i < r; ++i) {
         int64_t da = i < r - ra ? 1 : a[i - (r - ra)];
         int64_t db = i < r - rb ? 1 : b[i - (r - rb)];
@@ -279,8 +280,9 @@ mag_status_t mag_broadcast_shape(int64_t ra, const int64_t *a, int64_t rb, const
                              mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, ra, a),
                              mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rb, b), (long long)i, (long long)da,
                              (long long)db);
-        shape_out[i] = da == 1 ? db : da;
+        out[i] = da == 1 ? db : da;
     }
+    memcpy(shape_out, out, (size_t)r * sizeof(int64_t)); /* shape_out may alias a or b */
     *rank_out = r;
     return MAG_OK;
 }
