@@ -155,7 +155,8 @@ def from_dlpack(obj: Any) -> Tensor:
 
 # ---- conversion ----
 def numpy(self: Tensor) -> Any:
-    """A NumPy array sharing this tensor's memory (bfloat16 has no NumPy dtype: cast first)."""
+    """A NumPy array sharing this tensor's memory (zero copy, any strides; read-only tensors give read-only
+    arrays). bfloat16 has no NumPy dtype: cast first, or hand it over through DLPack."""
     import numpy as np
 
     if self.dtype == _dt.bfloat16:
@@ -164,11 +165,22 @@ def numpy(self: Tensor) -> Any:
 
 
 def __array__(self: Tensor, dtype: Any = None, copy: bool | None = None) -> Any:
-    arr = numpy(self)
-    if dtype is not None and arr.dtype != dtype:
+    """NumPy's array protocol (NumPy 2 semantics): copy=False never copies (ValueError if it would have to),
+    copy=True always does, None copies only for a dtype change."""
+    import numpy as np
+
+    want = np.dtype(dtype) if dtype is not None else None
+    if self.dtype == _dt.bfloat16:  # no NumPy twin: only a converting copy can work
         if copy is False:
-            raise ValueError("__array__: a dtype change needs a copy, but copy=False was requested")
-        return arr.astype(dtype)
+            raise ValueError(f"__array__: bfloat16 (shape {self.shape}) needs a converting copy, but copy=False")
+        if want is None:
+            raise TypeError("__array__: NumPy has no bfloat16; ask for a dtype (e.g. np.asarray(x, np.float32))")
+        return numpy(self.cast(_dt.float32)).astype(want)
+    arr = numpy(self)
+    if want is not None and arr.dtype != want:
+        if copy is False:
+            raise ValueError(f"__array__: {self.dtype} -> {want} (shape {self.shape}) needs a copy, but copy=False")
+        return arr.astype(want)
     return arr.copy() if copy else arr
 
 

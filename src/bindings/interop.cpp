@@ -125,6 +125,9 @@ static nb::object to_dlpack(Tensor &self, nb::handle stream, nb::handle max_vers
     Tensor guard(t);
     bool versioned = false;
     if (!max_version.is_none()) versioned = nb::cast<int>(nb::cast<nb::tuple>(max_version)[0]) >= 1;
+    if (!versioned && mag_tensor_is_read_only(t)) // legacy capsules cannot say "read-only" (NumPy refuses too)
+        raise_error(PyExc_BufferError, "__dlpack__: a read-only tensor can only be exported as DLPack >= 1.0 "
+                                       "(pass max_version=(1, 0)), or clone() it first");
     int64_t *shape, *strides;
     if (versioned) {
         auto *m = new_managed<DLManagedTensorVersioned>(t, &shape, &strides);
@@ -193,6 +196,9 @@ static mag_tensor_t *borrow_dl(const DLTensor &d, bool read_only, void (*del)(vo
 }
 
 mag_tensor_t *tensor_from_dlpack(nb::handle obj) {
+    if (!nb::hasattr(obj, "__dlpack__"))
+        raise_error(PyExc_TypeError, "from_dlpack: %s is not a DLPack producer (it has no __dlpack__)",
+                    Py_TYPE(obj.ptr())->tp_name);
     nb::object cap;
     try {
         cap = obj.attr("__dlpack__")(nb::arg("max_version") = nb::make_tuple(1, 0));
