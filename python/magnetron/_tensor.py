@@ -9,6 +9,8 @@ follow PyTorch wherever API.md is silent.
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -33,13 +35,13 @@ def set_default_dtype(d: DType) -> None:
 
 
 def _shape(args: tuple, what: str) -> tuple[int, ...]:
-    """Shapes come as varargs ``(2, 3)`` or as one tuple/list ``((2, 3))``."""
+    """Shapes come as varargs ``(2, 3)`` or as one tuple/list ``((2, 3))``; entries are ints (or NumPy ints)."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
     for s in args:
-        if isinstance(s, bool) or not isinstance(s, int):
+        if isinstance(s, bool) or not hasattr(s, "__index__"):
             raise TypeError(f"{what}: shape entries must be ints, got {type(s).__name__} in {args!r}")
-    return args
+    return tuple(operator.index(s) for s in args)
 
 
 def _dims(args: tuple, what: str) -> tuple[int, ...]:
@@ -69,14 +71,17 @@ def empty(*shape: int, dtype: DType | None = None, requires_grad: bool = False) 
 
 
 def full(*shape: int, fill_value: int | float | bool, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    """Every element = ``fill_value`` (converted like ``cast``)."""
     return _factory("fill", _new(_shape(shape, "full"), dtype, False, "full"), fill_value)._with_grad(requires_grad)
 
 
 def zeros(*shape: int, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    """Every element 0."""
     return full(*shape, fill_value=0, dtype=dtype, requires_grad=requires_grad)
 
 
 def ones(*shape: int, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    """Every element 1."""
     return full(*shape, fill_value=1, dtype=dtype, requires_grad=requires_grad)
 
 
@@ -91,6 +96,7 @@ def uniform(
 def normal(
     *shape: int, mean: float = 0.0, std: float = 1.0, dtype: DType | None = None, requires_grad: bool = False
 ) -> Tensor:
+    """Normally distributed (Box-Muller on the Philox stream); floating-point dtypes only."""
     t = _new(_shape(shape, "normal"), dtype, False, "normal")
     return _factory("normal", t, mean, std)._with_grad(requires_grad)
 
@@ -108,29 +114,50 @@ def arange(
     dtype: DType | None = None,
     requires_grad: bool = False,
 ) -> Tensor:
-    """Like numpy.arange: ``arange(5)``, ``arange(2, 5)``, ``arange(0, 1, 0.25)``; int64 for int arguments."""
+    """Like numpy.arange: ``arange(5)``, ``arange(2, 5)``, ``arange(0, 1, 0.25)``; int64 for int arguments.
+
+    The length is ceil((stop - start) / step) (0 when the step points away from stop); values are
+    start + i * step computed in float64 (PyTorch's rule). For an integer ``dtype``, float arguments are
+    truncated toward zero first, as PyTorch does, so the result stays an evenly spaced integer grid.
+    """
     if stop is None:
         start, stop = 0, start
-    for v in (start, stop, step):
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise TypeError(f"arange: start, stop and step must be numbers, got {v!r}")
-    if step == 0:
-        raise ValueError("arange: step must not be zero")
+    start, stop, step = (_number(v, "arange") for v in (start, stop, step))
     if not all(math.isfinite(v) for v in (start, stop, step)):
         raise ValueError(f"arange: start, stop and step must be finite, got ({start}, {stop}, {step})")
+    d = _dt.as_dtype(dtype, "arange") if dtype is not None else None
+    if d is not None and d.is_integer:
+        start, stop, step = int(start), int(stop), int(step)
+    if step == 0:
+        raise ValueError(f"arange: step must not be zero (start {start}, stop {stop})")
     all_int = all(isinstance(v, int) for v in (start, stop, step))
     if all_int:
         n = max(0, -((start - stop) // step))  # ceil((stop - start) / step) in exact integer arithmetic
     else:
         n = max(0, math.ceil((stop - start) / step))
-    d = dtype if dtype is not None else (_dt.int64 if all_int else _default_dtype)
+    if d is None:
+        d = _dt.int64 if all_int else _default_dtype
     return _factory("arange", _new((n,), d, False, "arange"), start, step)._with_grad(requires_grad)
 
 
+def _number(v: Any, what: str) -> int | float:
+    """A Python int or float from any real number (NumPy scalars included); bools are refused."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return v
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+        return operator.index(v)
+    if isinstance(v, numbers.Real) and not isinstance(v, bool):
+        return float(v)
+    raise TypeError(f"{what}: expected a number, got {type(v).__name__} ({v!r})")
+
+
 def rand_perm(n: int, dtype: DType = _dt.int64, requires_grad: bool = False) -> Tensor:
-    """A random permutation of 0..n-1."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"rand_perm: n must be a non-negative int, got {n!r}")
+    """A random permutation of 0..n-1 (Fisher-Yates on the Philox stream)."""
+    if isinstance(n, bool) or not hasattr(n, "__index__"):
+        raise TypeError(f"rand_perm: n must be an int, got {type(n).__name__}")
+    n = operator.index(n)
+    if n < 0:
+        raise ValueError(f"rand_perm: n must be non-negative, got {n}")
     return _factory("rand_perm", _new((n,), dtype, False, "rand_perm"))._with_grad(requires_grad)
 
 
@@ -139,13 +166,50 @@ def scalar(v: int | float | bool, dtype: DType | None = None, requires_grad: boo
     return full((), fill_value=v, dtype=dtype, requires_grad=requires_grad)
 
 
-def _like(name: str, fn: Any) -> Any:
-    def like(x: Tensor, *args: Any, dtype: DType | None = None, **kwargs: Any) -> Tensor:
-        return fn(x.shape, *args, dtype=dtype if dtype is not None else x.dtype, **kwargs)
+# ---- the _like forms: the shape (and, unless given, the dtype) of x ----
+def _like_dtype(x: Tensor, dtype: DType | None) -> DType:
+    return x.dtype if dtype is None else dtype
 
-    like.__name__ = f"{name}_like"
-    like.__doc__ = f"``{name}`` with the shape and dtype of ``x``."
-    return like
+
+def empty_like(x: Tensor, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    """``empty`` with the shape and dtype of ``x``."""
+    return empty(x.shape, dtype=_like_dtype(x, dtype), requires_grad=requires_grad)
+
+
+def zeros_like(x: Tensor, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    """``zeros`` with the shape and dtype of ``x``."""
+    return zeros(x.shape, dtype=_like_dtype(x, dtype), requires_grad=requires_grad)
+
+
+def ones_like(x: Tensor, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    """``ones`` with the shape and dtype of ``x``."""
+    return ones(x.shape, dtype=_like_dtype(x, dtype), requires_grad=requires_grad)
+
+
+def full_like(
+    x: Tensor, fill_value: int | float | bool, dtype: DType | None = None, requires_grad: bool = False
+) -> Tensor:
+    """``full`` with the shape and dtype of ``x``."""
+    return full(x.shape, fill_value=fill_value, dtype=_like_dtype(x, dtype), requires_grad=requires_grad)
+
+
+def uniform_like(
+    x: Tensor, low: int | float = 0, high: int | float = 1, dtype: DType | None = None, requires_grad: bool = False
+) -> Tensor:
+    """``uniform`` with the shape and dtype of ``x``."""
+    return uniform(x.shape, low=low, high=high, dtype=_like_dtype(x, dtype), requires_grad=requires_grad)
+
+
+def normal_like(
+    x: Tensor, mean: float = 0.0, std: float = 1.0, dtype: DType | None = None, requires_grad: bool = False
+) -> Tensor:
+    """``normal`` with the shape and dtype of ``x``."""
+    return normal(x.shape, mean=mean, std=std, dtype=_like_dtype(x, dtype), requires_grad=requires_grad)
+
+
+def bernoulli_like(x: Tensor, p: float = 0.5, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+    """``bernoulli`` with the shape and dtype of ``x`` (0/1 values in a non-boolean dtype)."""
+    return bernoulli(x.shape, p=p, dtype=_like_dtype(x, dtype), requires_grad=requires_grad)
 
 
 def from_dlpack(obj: Any) -> Tensor:
@@ -461,13 +525,13 @@ _STATIC = {
     "rand_perm": rand_perm,
     "scalar": scalar,
     "from_dlpack": from_dlpack,
-    "empty_like": _like("empty", empty),
-    "zeros_like": _like("zeros", zeros),
-    "ones_like": _like("ones", ones),
-    "full_like": _like("full", full),
-    "uniform_like": _like("uniform", uniform),
-    "normal_like": _like("normal", normal),
-    "bernoulli_like": _like("bernoulli", bernoulli),
+    "empty_like": empty_like,
+    "zeros_like": zeros_like,
+    "ones_like": ones_like,
+    "full_like": full_like,
+    "uniform_like": uniform_like,
+    "normal_like": normal_like,
+    "bernoulli_like": bernoulli_like,
 }
 
 # Operator dunders of op-table methods: (forward, reflected, in-place).

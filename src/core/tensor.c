@@ -21,21 +21,21 @@ void mag_contiguous_strides(int64_t rank, const int64_t *shape, int64_t *strides
     }
 }
 
-mag_status_t mag_checked_numel(int64_t rank, const int64_t *shape, int64_t *numel) {
+mag_status_t mag_checked_numel(const char *op, int64_t rank, const int64_t *shape, int64_t *numel) {
     if (rank < 0 || rank > MAG_MAX_RANK)
-        return mag_error(MAG_ERR_VALUE, "rank %lld is out of range [0, %d]", (long long)rank, MAG_MAX_RANK);
+        return mag_error(MAG_ERR_VALUE, "%s: rank %lld is out of range [0, %d]", op, (long long)rank, MAG_MAX_RANK);
     int64_t n = 1;
     bool overflow = false;
     for (int64_t i = 0; i < rank; ++i) {
         if (shape[i] < 0)
-            return mag_error(MAG_ERR_VALUE, "negative dimension %lld in shape %s", (long long)shape[i],
+            return mag_error(MAG_ERR_VALUE, "%s: negative dimension %lld in shape %s", op, (long long)shape[i],
                              mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rank, shape));
         if (!overflow && __builtin_mul_overflow(n, shape[i], &n)) overflow = true;
     }
     for (int64_t i = 0; i < rank; ++i)
         if (shape[i] == 0) overflow = false, n = 0; /* a zero dim makes any product empty */
     if (overflow)
-        return mag_error(MAG_ERR_MEMORY, "shape %s has more elements than can be addressed",
+        return mag_error(MAG_ERR_MEMORY, "%s: shape %s has more elements than can be addressed", op,
                          mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rank, shape));
     *numel = n;
     return MAG_OK;
@@ -85,7 +85,7 @@ static mag_storage_t *storage_new(void) {
 mag_status_t mag_tensor_empty(mag_dtype_t dt, int64_t rank, const int64_t *shape, mag_tensor_t **out) {
     if (!mag_dtype_info(dt)) return mag_error(MAG_ERR_TYPE, "empty: invalid dtype %d", (int)dt);
     int64_t numel;
-    MAG_TRY(mag_checked_numel(rank, shape, &numel));
+    MAG_TRY(mag_checked_numel("empty", rank, shape, &numel));
     size_t nbytes;
     if (__builtin_mul_overflow((size_t)numel, mag_dtype_info(dt)->size, &nbytes) || nbytes > ((size_t)1 << 62))
         return mag_error(MAG_ERR_MEMORY, "empty: cannot allocate a %s tensor of shape %s", MAG_DTNAME(dt),
@@ -109,7 +109,7 @@ mag_status_t mag_tensor_borrow(void *data, size_t nbytes, mag_dtype_t dt, int64_
     /* on failure the caller keeps ownership of the memory: the deleter is not called */
     if (!mag_dtype_info(dt)) return mag_error(MAG_ERR_TYPE, "borrow: invalid dtype %d", (int)dt);
     int64_t numel, st_[MAG_MAX_RANK];
-    MAG_TRY(mag_checked_numel(rank, shape, &numel));
+    MAG_TRY(mag_checked_numel("borrow", rank, shape, &numel));
     if (!strides) {
         mag_contiguous_strides(rank, shape, st_);
         strides = st_;

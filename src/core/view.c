@@ -245,14 +245,14 @@ mag_status_t mag_tensor_expand(mag_tensor_t *t, int64_t rank, const int64_t *sha
         }
     }
     int64_t numel;
-    MAG_TRY(mag_checked_numel(rank, sh, &numel));
+    MAG_TRY(mag_checked_numel("expand", rank, sh, &numel));
     return make_view(t, rank, sh, st, t->offset, out);
 }
 
 mag_status_t mag_tensor_as_strided(mag_tensor_t *t, int64_t rank, const int64_t *shape, const int64_t *strides,
                                    int64_t offset, mag_tensor_t **out) {
     int64_t numel;
-    MAG_TRY(mag_checked_numel(rank, shape, &numel));
+    MAG_TRY(mag_checked_numel("as_strided", rank, shape, &numel));
     mag_tensor_t probe = *t; /* check the span of the requested layout against the storage */
     probe.rank = rank;
     probe.offset = offset;
