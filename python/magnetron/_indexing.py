@@ -21,7 +21,7 @@ def _as_index_tensor(obj: Any) -> Tensor:
     if t.numel == 0 and isinstance(obj, list):
         return t.cast(_dt.int64)  # an empty list indexes nothing (it would otherwise be float32)
     if t.dtype.is_floating_point:
-        raise IndexError(f"tensors used as indices must be integer or boolean, got {t.dtype} (shape {t.shape})")
+        raise IndexError(f"index: tensors used as indices must be integer or boolean, got {t.dtype} (shape {t.shape})")
     return t
 
 
@@ -54,10 +54,10 @@ def _basic(x: Tensor, key: Any) -> tuple[Tensor, list[tuple[int, Tensor]]]:
         key = (key,)
     n_ellipsis = sum(1 for k in key if k is Ellipsis)
     if n_ellipsis > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+        raise IndexError(f"index: an index can only have a single ellipsis ('...'), got {key!r} for shape {x.shape}")
     used = sum(_consumed(k) for k in key)
     if used > x.rank:
-        raise IndexError(f"too many indices for a tensor of rank {x.rank} (shape {x.shape}): {used} dims indexed")
+        raise IndexError(f"index: too many indices for a tensor of rank {x.rank} (shape {x.shape}): {used} dims indexed")
     expanded: list[Any] = []
     for k in key:
         if k is Ellipsis:
@@ -71,6 +71,8 @@ def _basic(x: Tensor, key: Any) -> tuple[Tensor, list[tuple[int, Tensor]]]:
             d += 1
         elif isinstance(k, slice):
             size = v.shape[d]
+            if k.step == 0:
+                raise ValueError(f"index: slice step cannot be zero (dimension {d} of shape {v.shape})")
             start, stop, step = k.indices(size)
             length = len(range(start, stop, step))
             v = v._slice(d, start if length else 0, length, step)
@@ -81,7 +83,8 @@ def _basic(x: Tensor, key: Any) -> tuple[Tensor, list[tuple[int, Tensor]]]:
                 mask_shape = v.shape[d : d + t.rank]
                 if t.shape != mask_shape:
                     raise IndexError(
-                        f"the shape of the mask {t.shape} does not match the shape {mask_shape} of the indexed dims"
+                        f"index: the shape of the mask {t.shape} does not match the shape {mask_shape} of the indexed "
+                        f"dims {d}..{d + t.rank - 1} of a tensor of shape {x.shape}"
                     )
                 coords = t.nonzero() if t.rank else t.reshape(1).nonzero()
                 if t.rank == 0:  # a scalar mask adds one dim, kept (True) or emptied (False)
@@ -99,7 +102,7 @@ def _basic(x: Tensor, key: Any) -> tuple[Tensor, list[tuple[int, Tensor]]]:
             i = k.__index__()
             v = v.select(d, i)
         else:
-            raise IndexError(f"invalid index of type {type(k).__name__} for a tensor of shape {x.shape}: only ints, "
+            raise IndexError(f"index: invalid index of type {type(k).__name__} for a tensor of shape {x.shape}: only ints, "
                              "slices, None, Ellipsis, and integer or boolean tensors/lists are valid indices")
     return v, adv
 
@@ -133,7 +136,10 @@ def getitem(x: Tensor, key: Any) -> Tensor:
     if not adv:
         return v
     front, idx, pos = _front(v, adv)
-    res = front._index(idx)
+    try:
+        res = front._index(idx)
+    except IndexError as e:  # the core numbers the indexed dims from 0: say which dims of which tensor they were
+        raise IndexError(f"{e}; indexed dims {[d for d, _ in adv]} of a tensor of shape {x.shape}") from None
     n_batch = res.rank - (front.rank - len(idx))
     return _move_batch(res, n_batch, pos, to_front=False)
 
@@ -142,6 +148,15 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
     v, adv = _basic(x, key)
     if not isinstance(value, (Tensor, bool, int, float)):  # lists, NumPy arrays, ...: their values, in x's dtype
         value = Tensor(value, dtype=x.dtype)
+    try:
+        _assign(v, adv, value, x.dtype)
+    except ValueError as e:  # name the operation the user wrote, not the internal step
+        shape = value.shape if isinstance(value, Tensor) else ()
+        raise ValueError(f"setitem: a value of shape {shape} cannot be assigned to {key!r} of a tensor of shape "
+                         f"{x.shape} ({e})") from None
+
+
+def _assign(v: Tensor, adv: list[tuple[int, Tensor]], value: Any, dtype: Any) -> None:
     if not adv:
         if isinstance(value, Tensor):
             v._copy_(value)
@@ -150,15 +165,22 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
         return
     front, idx, pos = _front(v, adv)
     if not isinstance(value, Tensor):
-        value = Tensor.full((), fill_value=value, dtype=x.dtype)
+        value = Tensor.full((), fill_value=value, dtype=dtype)
     # the value is shaped like x[key]; bring its index dims to the front like `front`
-    batch = _C._broadcast_shape(idx[0].shape, idx[0].shape)
-    for t in idx[1:]:
-        batch = _C._broadcast_shape(batch, t.shape)
+    batch: tuple[int, ...] = ()
+    for t in idx:
+        try:
+            batch = _C._broadcast_shape(batch, t.shape)
+        except ValueError:
+            raise IndexError(f"index: shape mismatch: index tensors of shapes {[i.shape for i in idx]} cannot be "
+                             f"broadcast together (indexing a tensor of shape {v.shape})") from None
     rest = front.shape[len(idx) :]
     n_batch = len(batch)
     result_shape = batch + rest
     if pos:
         result_shape = rest[:pos] + batch + rest[pos:]
     value = _move_batch(value._expand(result_shape), n_batch, pos, to_front=True)
-    front._index_put(idx, value, False)
+    try:
+        front._index_put(idx, value, False)
+    except IndexError as e:
+        raise IndexError(f"{e}; indexed dims {[d for d, _ in adv]} of a view of shape {v.shape}") from None

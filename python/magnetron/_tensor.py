@@ -44,6 +44,14 @@ def _shape(args: tuple, what: str) -> tuple[int, ...]:
     return tuple(operator.index(s) for s in args)
 
 
+def _size(args: tuple, what: str) -> tuple[int, ...]:
+    """The shape of a new tensor: no negative sizes."""
+    shape = _shape(args, what)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"{what}: negative dimension in shape {shape}")
+    return shape
+
+
 def _dims(args: tuple, what: str) -> tuple[int, ...]:
     return _shape(args, what)
 
@@ -67,29 +75,33 @@ def _factory(name: str, t: Tensor, *attrs: Any) -> Tensor:
 # ---- construction ----
 def empty(*shape: int, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
     """Uninitialised memory of the given shape."""
-    return _new(_shape(shape, "empty"), dtype, requires_grad, "empty")
+    return _new(_size(shape, "empty"), dtype, requires_grad, "empty")
+
+
+def _filled(shape: tuple, what: str, value: int | float | bool, dtype: DType | None, requires_grad: bool) -> Tensor:
+    return _factory("fill", _new(_size(shape, what), dtype, False, what), value)._with_grad(requires_grad)
 
 
 def full(*shape: int, fill_value: int | float | bool, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
     """Every element = ``fill_value`` (converted like ``cast``)."""
-    return _factory("fill", _new(_shape(shape, "full"), dtype, False, "full"), fill_value)._with_grad(requires_grad)
+    return _filled(shape, "full", fill_value, dtype, requires_grad)
 
 
 def zeros(*shape: int, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
     """Every element 0."""
-    return full(*shape, fill_value=0, dtype=dtype, requires_grad=requires_grad)
+    return _filled(shape, "zeros", 0, dtype, requires_grad)
 
 
 def ones(*shape: int, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
     """Every element 1."""
-    return full(*shape, fill_value=1, dtype=dtype, requires_grad=requires_grad)
+    return _filled(shape, "ones", 1, dtype, requires_grad)
 
 
 def uniform(
     *shape: int, low: int | float = 0, high: int | float = 1, dtype: DType | None = None, requires_grad: bool = False
 ) -> Tensor:
     """Uniform in [low, high) for floats, integers in [low, high] for integer dtypes."""
-    t = _new(_shape(shape, "uniform"), dtype, False, "uniform")
+    t = _new(_size(shape, "uniform"), dtype, False, "uniform")
     return _factory("uniform", t, low, high)._with_grad(requires_grad)
 
 
@@ -97,13 +109,13 @@ def normal(
     *shape: int, mean: float = 0.0, std: float = 1.0, dtype: DType | None = None, requires_grad: bool = False
 ) -> Tensor:
     """Normally distributed (Box-Muller on the Philox stream); floating-point dtypes only."""
-    t = _new(_shape(shape, "normal"), dtype, False, "normal")
+    t = _new(_size(shape, "normal"), dtype, False, "normal")
     return _factory("normal", t, mean, std)._with_grad(requires_grad)
 
 
 def bernoulli(*shape: int, p: float = 0.5, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
     """True with probability p (boolean unless another dtype is asked for)."""
-    t = _new(_shape(shape, "bernoulli"), dtype if dtype is not None else _dt.boolean, False, "bernoulli")
+    t = _new(_size(shape, "bernoulli"), dtype if dtype is not None else _dt.boolean, False, "bernoulli")
     return _factory("bernoulli", t, p)._with_grad(requires_grad)
 
 
@@ -163,7 +175,7 @@ def rand_perm(n: int, dtype: DType = _dt.int64, requires_grad: bool = False) -> 
 
 def scalar(v: int | float | bool, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
     """A rank-0 tensor."""
-    return full((), fill_value=v, dtype=dtype, requires_grad=requires_grad)
+    return _filled((), "scalar", v, dtype, requires_grad)
 
 
 # ---- the _like forms: the shape (and, unless given, the dtype) of x ----
@@ -294,25 +306,26 @@ def broadcast_to(self: Tensor, shape: Sequence[int]) -> Tensor:
 
 
 def squeeze(self: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+    """Drop size-1 dims: all of them, or those listed in ``dim`` that have size 1 (a view)."""
     if dim is None:
         return self._squeeze(None)
     return self._squeeze([dim] if isinstance(dim, int) else list(dim))
 
 
 def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    r = self.rank
-    if r == 0:
+    """Merge dims start_dim..end_dim into one (a view where the strides allow it, else a copy)."""
+    if self.rank == 0:
         return self.reshape(1)
-    s, e = _norm_dim(start_dim, r, "flatten"), _norm_dim(end_dim, r, "flatten")
+    s, e = _dim(self, start_dim, "flatten"), _dim(self, end_dim, "flatten")
     if s > e:
-        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} (shape {self.shape})")
     shape = self.shape
     return self.reshape(*shape[:s], math.prod(shape[s : e + 1]), *shape[e + 1 :])
 
 
 def unflatten(self: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     """Split dim ``dim`` into ``sizes`` (one -1 is inferred); a view where the strides allow it."""
-    d = _norm_dim(dim, self.rank, "unflatten")
+    d = _dim(self, dim, "unflatten", need_dims=True)
     shape, sizes = self.shape, tuple(sizes)
     if not sizes:
         raise ValueError(f"unflatten: sizes must be non-empty (shape {shape}, dim {dim})")
@@ -325,17 +338,18 @@ def unflatten(self: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
 
 
 def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
-    d = _norm_dim(dim, self.rank, "narrow")
+    """Elements start..start+length-1 along ``dim`` (a negative start counts from the end), as a view."""
+    d = _dim(self, dim, "narrow", need_dims=True)
     size = self.shape[d]
     if start < 0:
         start += size
     if not 0 <= start <= size or length < 0 or start + length > size:
-        raise IndexError(f"narrow: start {start} and length {length} exceed dimension {d} of size {size}")
+        raise IndexError(f"narrow: start {start} and length {length} exceed dimension {d} of shape {self.shape}")
     return self._slice(d, start, length, 1)
 
 
 def view_slice(self: Tensor, dim: int, start: int, length: int, step: int = 1) -> Tensor:
-    """Elements start, start+step, ... (``length`` of them) along ``dim``, as a view."""
+    """Elements start, start+step, ... (``length`` of them) along ``dim``, as a view; step may be negative."""
     return self._slice(dim, start, length, step)
 
 
@@ -345,23 +359,22 @@ def movedim(self: Tensor, source: int | Sequence[int], destination: int | Sequen
     dst = [destination] if isinstance(destination, int) else list(destination)
     if len(src) != len(dst):
         raise ValueError(f"movedim: {len(src)} source dims but {len(dst)} destination dims (shape {self.shape})")
-    r = self.rank
-    src = [_norm_dim(d, r, "movedim") for d in src]
-    dst = [_norm_dim(d, r, "movedim") for d in dst]
+    src = [_dim(self, d, "movedim") for d in src]
+    dst = [_dim(self, d, "movedim") for d in dst]
     if len(set(src)) != len(src) or len(set(dst)) != len(dst):
-        raise ValueError(f"movedim: repeated dims in source {source} or destination {destination}")
-    if r == 0:
+        raise ValueError(f"movedim: repeated dims in source {source} or destination {destination} (shape {self.shape})")
+    if self.rank == 0:
         return self._permute(())
-    order: list[int | None] = [None] * r
+    order: list[int | None] = [None] * self.rank
     for s, d in zip(src, dst):
         order[d] = s
-    rest = iter(d for d in range(r) if d not in src)
+    rest = iter(d for d in range(self.rank) if d not in src)
     return self._permute([o if o is not None else next(rest) for o in order])
 
 
 def split(self: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
     """Views of ``split_size`` along ``dim`` (the last may be smaller), or of the listed section sizes."""
-    d = _norm_dim(dim, self.rank, "split")
+    d = _dim(self, dim, "split", need_dims=True)
     size = self.shape[d]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
@@ -385,9 +398,9 @@ def _sections(self: Tensor, d: int, sections: list[int]) -> tuple[Tensor, ...]:
 
 def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """Up to ``chunks`` views of ceil(size / chunks) along ``dim`` (like torch.chunk: possibly fewer)."""
+    d = _dim(self, dim, "chunk", need_dims=True)
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be positive, got {chunks} (shape {self.shape})")
-    d = _norm_dim(dim, self.rank, "chunk")
     size = self.shape[d]
     if size == 0:  # torch keeps the count here: `chunks` empty views
         return _sections(self, d, [0] * chunks)
@@ -395,8 +408,22 @@ def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
 
 
 def unbind(self: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
-    d = _norm_dim(dim, self.rank, "unbind")
+    """The slices along ``dim``, each without that dim (views)."""
+    d = _dim(self, dim, "unbind", need_dims=True)
     return tuple(self.select(d, i) for i in range(self.shape[d]))
+
+
+def _dim(x: Tensor, dim: int, what: str, need_dims: bool = False) -> int:
+    """A dim of x (negative counts from the end); rank 0 accepts 0 and -1 unless the op needs a real dim."""
+    if need_dims and x.rank == 0:
+        raise IndexError(f"{what}: expected a tensor with at least one dimension, got shape ()")
+    try:
+        return _norm_dim(dim, x.rank, what)
+    except IndexError:
+        r = max(x.rank, 1)
+        raise IndexError(
+            f"{what}: dimension {dim} is out of range for a tensor of shape {x.shape} (expected [{-r}, {r - 1}])"
+        ) from None
 
 
 def _norm_dim(dim: int, rank: int, what: str) -> int:
@@ -410,6 +437,9 @@ def _norm_dim(dim: int, rank: int, what: str) -> int:
 
 # ---- fills ----
 def fill_(self: Tensor, value: int | float | bool) -> Tensor:
+    """Set every element to ``value`` (converted like ``cast``), in place."""
+    if not isinstance(value, numbers.Number):
+        raise TypeError(f"fill_: expected a number, got {type(value).__name__} (tensor of shape {self.shape})")
     self._fill_(value)
     return self
 
@@ -434,24 +464,37 @@ def bernoulli_(self: Tensor, p: float = 0.5) -> Tensor:
 
 # ---- small protocol methods ----
 def size(self: Tensor, dim: int | None = None) -> tuple[int, ...] | int:
-    return self.shape if dim is None else self.shape[_norm_dim(dim, self.rank, "size")]
+    return self.shape if dim is None else self.shape[_dim(self, dim, "size", need_dims=True)]
 
 
 def __len__(self: Tensor) -> int:
     if self.rank == 0:
-        raise TypeError("len() of a rank-0 tensor")
+        raise TypeError("len() of a rank-0 tensor (shape ())")
     return self.shape[0]
 
 
-def __bool__(self: Tensor) -> bool:
+def _one_element(self: Tensor, what: str) -> int | float | bool:
     if self.numel != 1:
-        raise RuntimeError(f"bool: a tensor with {self.numel} elements is ambiguous; use .any() or .all()")
-    return bool(self.item())
+        raise RuntimeError(f"{what}: a tensor of shape {self.shape} ({self.numel} elements) is ambiguous; "
+                           "only one-element tensors convert to a Python scalar")
+    return self.item()
+
+
+def __bool__(self: Tensor) -> bool:
+    return bool(_one_element(self, "bool"))
+
+
+def __float__(self: Tensor) -> float:
+    return float(_one_element(self, "float"))
+
+
+def __int__(self: Tensor) -> int:
+    return int(_one_element(self, "int"))  # floats truncate toward zero, like int(3.7)
 
 
 def __iter__(self: Tensor) -> Iterator[Tensor]:
     if self.rank == 0:
-        raise TypeError("iteration over a rank-0 tensor")
+        raise TypeError("iteration over a rank-0 tensor (shape ())")
     return (self.select(0, i) for i in range(self.shape[0]))
 
 
@@ -462,8 +505,9 @@ def _with_grad(self: Tensor, requires_grad: bool) -> Tensor:
 
 
 def _float_index(self: Tensor) -> int:
-    if self.numel != 1 or self.dtype.is_floating_point or self.dtype == _dt.boolean:
-        raise TypeError("only integer tensors with one element can be converted to an index")
+    if self.numel != 1 or not self.dtype.is_integer:
+        raise TypeError(f"only integer tensors with one element can be converted to an index, got {self.dtype} "
+                        f"of shape {self.shape}")
     return int(self.item())
 
 
@@ -471,6 +515,8 @@ _METHODS = {
     "__array__": __array__,
     "__len__": __len__,
     "__bool__": __bool__,
+    "__float__": __float__,
+    "__int__": __int__,
     "__iter__": __iter__,
     "__index__": _float_index,
     "__getitem__": getitem,

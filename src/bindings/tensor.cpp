@@ -1,7 +1,10 @@
 // Tensor construction, properties, views and the op methods generated from the op table.
 #include "common.h"
 
+#include <nanobind/stl/string.h>
+
 #include <cstring>
+#include <string>
 
 static Tensor wrap(mag_tensor_t *t) { return Tensor(t); }
 
@@ -187,9 +190,11 @@ void register_tensor(nb::module_ &m, nb::class_<Tensor> &cls) {
                     [](Tensor &t, bool on) { check(mag_tensor_set_requires_grad(t.t, on)); });
 
     cls.def("item", [](const Tensor &t) {
-        if (mag_tensor_numel(t.t) != 1)
-            raise_error(PyExc_RuntimeError, "item: a tensor with %lld elements cannot be converted to a Python scalar",
-                        (long long)mag_tensor_numel(t.t));
+        if (mag_tensor_numel(t.t) != 1) {
+            std::string shape = nb::cast<std::string>(nb::str(as_tuple(dims_of(t.t, mag_tensor_shape))));
+            raise_error(PyExc_RuntimeError, "item: a tensor of shape %s (%lld elements) cannot be converted to a "
+                        "Python scalar", shape.c_str(), (long long)mag_tensor_numel(t.t));
+        }
         int64_t zero[MAG_MAX_RANK] = {0};
         mag_scalar_t v;
         check(mag_tensor_get(t.t, zero, &v));

@@ -56,7 +56,8 @@ mag_status_t mag_front_factory(mag_op_t op, mag_tensor_t *const *in, int64_t n_i
         return mag_error(MAG_ERR_VALUE, "%s: expected %d attributes, got %lld", info->name, info->n_attrs,
                          (long long)n_attrs);
     if (!(info->dtypes & (1u << dst->dtype)))
-        return mag_error(MAG_ERR_TYPE, "%s: unsupported dtype %s", info->name, MAG_DTNAME(dst->dtype));
+        return mag_error(MAG_ERR_TYPE, "%s: unsupported dtype %s (tensor of shape %s)", info->name,
+                         MAG_DTNAME(dst->dtype), MAG_SHAPE(dst));
     MAG_TRY(mag_check_writable(info->name, dst));
     switch (op) {
     case MAG_OP_ARANGE:
