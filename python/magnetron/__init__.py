@@ -6,8 +6,7 @@ runtime context (``mag.context``) and, as they land, autograd, ``nn``, ``optim``
 
 from __future__ import annotations
 
-from . import _C
-from . import dtype
+from . import _C, dtype
 from ._grad_mode import enable_grad, no_grad
 from ._tensor import Tensor
 from .context import context

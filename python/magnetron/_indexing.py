@@ -57,7 +57,8 @@ def _basic(x: Tensor, key: Any) -> tuple[Tensor, list[tuple[int, Tensor]]]:
         raise IndexError(f"index: an index can only have a single ellipsis ('...'), got {key!r} for shape {x.shape}")
     used = sum(_consumed(k) for k in key)
     if used > x.rank:
-        raise IndexError(f"index: too many indices for a tensor of rank {x.rank} (shape {x.shape}): {used} dims indexed")
+        raise IndexError(f"index: too many indices for a tensor of rank {x.rank} (shape {x.shape}): "
+                         f"{used} dims indexed")
     expanded: list[Any] = []
     for k in key:
         if k is Ellipsis:
@@ -102,8 +103,9 @@ def _basic(x: Tensor, key: Any) -> tuple[Tensor, list[tuple[int, Tensor]]]:
             i = k.__index__()
             v = v.select(d, i)
         else:
-            raise IndexError(f"index: invalid index of type {type(k).__name__} for a tensor of shape {x.shape}: only ints, "
-                             "slices, None, Ellipsis, and integer or boolean tensors/lists are valid indices")
+            raise IndexError(f"index: invalid index of type {type(k).__name__} for a tensor of shape {x.shape}: "
+                             "only ints, slices, None, Ellipsis, and integer or boolean tensors/lists are valid "
+                             "indices")
     return v, adv
 
 

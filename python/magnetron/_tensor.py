@@ -82,7 +82,9 @@ def _filled(shape: tuple, what: str, value: int | float | bool, dtype: DType | N
     return _factory("fill", _new(_size(shape, what), dtype, False, what), value)._with_grad(requires_grad)
 
 
-def full(*shape: int, fill_value: int | float | bool, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
+def full(
+    *shape: int, fill_value: int | float | bool, dtype: DType | None = None, requires_grad: bool = False
+) -> Tensor:
     """Every element = ``fill_value`` (converted like ``cast``)."""
     return _filled(shape, "full", fill_value, dtype, requires_grad)
 
@@ -366,7 +368,7 @@ def movedim(self: Tensor, source: int | Sequence[int], destination: int | Sequen
     if self.rank == 0:
         return self._permute(())
     order: list[int | None] = [None] * self.rank
-    for s, d in zip(src, dst):
+    for s, d in zip(src, dst, strict=True):
         order[d] = s
     rest = iter(d for d in range(self.rank) if d not in src)
     return self._permute([o if o is not None else next(rest) for o in order])
@@ -431,7 +433,8 @@ def _norm_dim(dim: int, rank: int, what: str) -> int:
     if isinstance(dim, bool) or not isinstance(dim, int):
         raise TypeError(f"{what}: dim must be an int, got {type(dim).__name__}")
     if not -r <= dim < r:
-        raise IndexError(f"{what}: dimension {dim} is out of range for a tensor of rank {rank} (expected [{-r}, {r - 1}])")
+        raise IndexError(f"{what}: dimension {dim} is out of range for a tensor of rank {rank} "
+                         f"(expected [{-r}, {r - 1}])")
     return dim % r
 
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import magnetron as mag
 import numpy as np
 import torch
-
-import magnetron as mag
 
 # magnetron dtype -> (torch dtype, numpy dtype or None where NumPy has none)
 DTYPES: dict[mag.dtype.DType, tuple[torch.dtype, Any]] = {
@@ -51,7 +50,7 @@ def assert_like_numpy(got: mag.Tensor, want: np.ndarray, check_strides: bool = T
     np.testing.assert_array_equal(to_numpy(got), want)
     if check_strides and want.size > 1:
         es = want.itemsize
-        for n, s, ws in zip(got.shape, got.strides, want.strides):
+        for n, s, ws in zip(got.shape, got.strides, want.strides, strict=True):
             if n > 1:
                 assert s * es == ws, (got.strides, want.strides)
 
@@ -61,7 +60,7 @@ def assert_like_torch(got: mag.Tensor, want: torch.Tensor, check_strides: bool =
     assert got.dtype is TORCH_TO_MAG[want.dtype], (got.dtype, want.dtype)
     torch.testing.assert_close(to_torch(got), want, rtol=0, atol=0, equal_nan=True)
     if check_strides:
-        for n, s, ws in zip(got.shape, got.strides, want.stride()):
+        for n, s, ws in zip(got.shape, got.strides, want.stride(), strict=True):
             if n > 1:
                 assert s == ws, (got.strides, want.stride())
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import math
 
+import magnetron as mag
 import numpy as np
 import pytest
 import torch
 from mag_testing import ALL_DTYPES, DTYPES, assert_like_numpy, shares_storage
-
-import magnetron as mag
 
 T = mag.Tensor
 
@@ -72,7 +71,7 @@ def test_cast_every_pair_matches_torch(src: mag.dtype.DType) -> None:
         got = m.cast(dst)
         assert got.dtype is dst and got.shape == m.shape
         want = _torch_values(t.to(DTYPES[dst][0]))
-        for v, g, w in zip(values, got.tolist(), want):
+        for v, g, w in zip(values, got.tolist(), want, strict=True):
             if src.is_floating_point and dst in (mag.uint32, mag.uint64) and not (0 <= v < 2.0 ** (dst.size * 8)):
                 # out of range: PyTorch differs between source types here (float16 goes through int64)
                 w = _unsigned_rule(v, dst.size * 8)
@@ -81,7 +80,7 @@ def test_cast_every_pair_matches_torch(src: mag.dtype.DType) -> None:
 
 
 def _same_lists(a: list, b: list) -> bool:
-    return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
 
 
 def test_out_of_range_unsigned_rule_agrees_with_numpy() -> None:
@@ -92,8 +91,8 @@ def test_out_of_range_unsigned_rule_agrees_with_numpy() -> None:
             want = x.astype(npdt).tolist()
         rule = [_unsigned_rule(v, dst.size * 8) for v in x.tolist()]
         assert m.cast(dst).tolist() == rule
-        agree = sum(a == b for a, b in zip(rule, want))
-        assert agree == len(rule), [(v, a, b) for v, a, b in zip(x.tolist(), rule, want) if a != b]
+        agree = sum(a == b for a, b in zip(rule, want, strict=True))
+        assert agree == len(rule), [(v, a, b) for v, a, b in zip(x.tolist(), rule, want, strict=True) if a != b]
 
 
 def test_float_to_int_truncates_toward_zero() -> None:

@@ -5,11 +5,10 @@ from __future__ import annotations
 import itertools
 import pickle
 
+import magnetron as mag
 import numpy as np
 import pytest
 import torch
-
-import magnetron as mag
 from magnetron import dtype as D
 
 # (magnetron dtype, torch dtype, numpy dtype or None)
@@ -139,7 +138,8 @@ def test_promotion_rules_named_in_the_contract() -> None:
 
 
 def test_binary_ops_promote_tensor_dtypes() -> None:
-    for a, b in [(mag.int32, mag.float16), (mag.bfloat16, mag.float32), (mag.uint8, mag.int8), (mag.boolean, mag.int16)]:
+    pairs = [(mag.int32, mag.float16), (mag.bfloat16, mag.float32), (mag.uint8, mag.int8), (mag.boolean, mag.int16)]
+    for a, b in pairs:
         x, y = mag.Tensor.ones(2, dtype=a), mag.Tensor.ones(2, dtype=b)
         assert (x + y).dtype is D.promote_types(a, b)
         assert (x == y).dtype is mag.boolean

@@ -9,10 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import magnetron as mag
 import numpy as np
 import pytest
-
-import magnetron as mag
 
 T = mag.Tensor
 

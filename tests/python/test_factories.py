@@ -5,12 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
+import magnetron as mag
 import numpy as np
 import pytest
 import torch
 from mag_testing import ALL_DTYPES, DTYPES, to_numpy
-
-import magnetron as mag
 
 T = mag.Tensor
 FLOATS = [mag.float32, mag.float16, mag.bfloat16, mag.float64]
@@ -306,9 +305,9 @@ def test_manual_seed_is_reproducible_across_thread_counts() -> None:
             mag.context.num_threads = threads
             mag.context.manual_seed(42)
             runs.append(_draw_all())
-        for a, b in zip(runs[0], runs[1]):
+        for a, b in zip(runs[0], runs[1], strict=True):
             np.testing.assert_array_equal(a, b)
-        for a, b in zip(runs[0], runs[2]):
+        for a, b in zip(runs[0], runs[2], strict=True):
             np.testing.assert_array_equal(a, b)
     finally:
         mag.context.num_threads = saved

@@ -4,31 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
+import magnetron as mag
 import numpy as np
 import pytest
 import torch
 from mag_testing import arange_pair, assert_like_numpy, assert_like_torch, from_torch, shares_storage, to_numpy
 
-import magnetron as mag
-
 T = mag.Tensor
 SHAPE = (4, 5, 6)
 
 
-class I:
+class Idx:
     """An index tensor in a key spec: realised as a torch / magnetron / NumPy tensor of `values`."""
 
     def __init__(self, values: Any, dtype: str = "int64") -> None:
         self.values, self.dtype = values, dtype
 
     def __repr__(self) -> str:
-        return f"I({self.values}, {self.dtype})"
+        return f"Idx({self.values}, {self.dtype})"
 
 
 def realise(key: Any, lib: str) -> Any:
     if isinstance(key, tuple):
         return tuple(realise(k, lib) for k in key)
-    if isinstance(key, I):
+    if isinstance(key, Idx):
         if lib == "torch":
             return torch.tensor(key.values, dtype=getattr(torch, "bool" if key.dtype == "boolean" else key.dtype))
         if lib == "numpy":
@@ -48,15 +47,16 @@ KEYS: list[Any] = [
     None, (None, 0), (0, None, slice(None), None), (Ellipsis, None), (None, Ellipsis, None),
     True, False, (0, False), (Ellipsis, True), (slice(None), True, 1),
     [0, 2], [-1, 0, -1], [], (slice(None), []), (slice(None), [4, 0]),
-    I([0, 3]), I([[1], [2]]), I(2), I(-1), I([3, 0], "int32"),
+    Idx([0, 3]), Idx([[1], [2]]), Idx(2), Idx(-1), Idx([3, 0], "int32"),
     ([0, 1], [1, 2]), ([0, 1], slice(None), [1, 2]), (slice(None), [0, 1], [1, 2]), ([[0], [1]], [2, 3]),
     (0, slice(None), [1, 2]), ([0, 1], 2), (1, [0, 1], [3, 4]), (None, [0], slice(None), [1]),
     ([0, 1], Ellipsis, [1, 2]), (Ellipsis, [0, 2]), (slice(1, 3), [0, 4], slice(None, None, 2)),
-    I(MASK_5[:4], "boolean"), (slice(None), I(MASK_5, "boolean")), (I(1), [0, 2]), (I(True, "boolean"), 1), I(MASK_45, "boolean"), (I(MASK_45, "boolean"), 1),
-    (I(MASK_45, "boolean"), slice(1, 3)), (1, I(MASK_5, "boolean")), [True, False, True, False],
-    I(True, "boolean"), I(False, "boolean"), (I(MASK_45, "boolean"), [0, 1, 2, 3, 4, 5, 0, 1]),
-    (I([True, False, True, True], "boolean"), I(MASK_5, "boolean")), (I([0, 2, 3]), slice(0, 5, 2)),
-    (I([3, 1]), [[0], [4]], I([5, 0])), (slice(None), I(MASK_5, "boolean"), [5, 0, 1]),
+    Idx(MASK_5[:4], "boolean"), (slice(None), Idx(MASK_5, "boolean")), (Idx(1), [0, 2]), (Idx(True, "boolean"), 1),
+    Idx(MASK_45, "boolean"), (Idx(MASK_45, "boolean"), 1),
+    (Idx(MASK_45, "boolean"), slice(1, 3)), (1, Idx(MASK_5, "boolean")), [True, False, True, False],
+    Idx(True, "boolean"), Idx(False, "boolean"), (Idx(MASK_45, "boolean"), [0, 1, 2, 3, 4, 5, 0, 1]),
+    (Idx([True, False, True, True], "boolean"), Idx(MASK_5, "boolean")), (Idx([0, 2, 3]), slice(0, 5, 2)),
+    (Idx([3, 1]), [[0], [4]], Idx([5, 0])), (slice(None), Idx(MASK_5, "boolean"), [5, 0, 1]),
 ]
 
 
@@ -69,7 +69,7 @@ def test_getitem_matches_torch(key: Any) -> None:
     x, t = T.arange(120, dtype=mag.float32).view(*SHAPE), torch.arange(120, dtype=torch.float32).view(SHAPE)
     want = _torch_get(t, key)
     got = x[realise(key, "mag")]
-    if isinstance(key, I) and key.dtype == "int64" and not isinstance(key.values, list):
+    if isinstance(key, Idx) and key.dtype == "int64" and not isinstance(key.values, list):
         assert shares_storage(got, x)  # a rank-0 integer tensor selects, like an int
     basic = want.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
     assert_like_torch(got, want, check_strides=basic)
@@ -83,7 +83,7 @@ def test_numpy_meaning_where_torch_differs() -> None:
     # a nested list is a single index array (PyTorch 2.x still reads it as a tuple, with a deprecation
     # warning announcing this meaning); narrow and unsigned integer tensors are indices, not masks
     x, n = arange_pair(*SHAPE)
-    for key in [I([1, 1], "uint8"), I([[0, 1]], "int16"), (slice(None), I([4, 0], "uint64")), I([3], "int8")]:
+    for key in [Idx([1, 1], "uint8"), Idx([[0, 1]], "int16"), (slice(None), Idx([4, 0], "uint64")), Idx([3], "int8")]:
         assert_like_numpy(x[realise(key, "mag")], n[realise(key, "numpy")], check_strides=False)
     assert_like_numpy(x[[[0, 1], [2, 3]]], n[[[0, 1], [2, 3]]], check_strides=False)
     assert_like_numpy(x[np.array([[0, 1], [1, 0]])], n[np.array([[0, 1], [1, 0]])], check_strides=False)
@@ -103,7 +103,7 @@ NEG_KEYS: list[Any] = [
     slice(None, None, -1), slice(3, 0, -1), slice(None, None, -2), slice(-1, -5, -3), slice(0, None, -1),
     (slice(None), slice(None, None, -1), slice(4, 1, -2)), (Ellipsis, slice(None, None, -4)),
     (slice(None, None, -1), [0, 2]), ([3, 0], slice(None, None, -2)), (slice(None, None, -1), 2, slice(5, 0, -5)),
-    (slice(None), slice(None, None, -1), I(MASK_5[:1] * 6, "boolean")),
+    (slice(None), slice(None, None, -1), Idx(MASK_5[:1] * 6, "boolean")),
     (None, slice(None, None, -3), Ellipsis, None),
 ]
 
@@ -151,7 +151,7 @@ def test_getitem_on_special_tensors() -> None:
 def test_index_of_a_strided_view() -> None:
     x, t = T.arange(120, dtype=mag.float32).view(*SHAPE), torch.arange(120, dtype=torch.float32).view(SHAPE)
     xv, tv = x.permute(2, 0, 1)[1:5:2], t.permute(2, 0, 1)[1:5:2]
-    for key in [(slice(None), [0, 3]), ([1, 0], 2), ([0], slice(None), [4, 1]), (I([True, False], "boolean"), 0)]:
+    for key in [(slice(None), [0, 3]), ([1, 0], 2), ([0], slice(None), [4, 1]), (Idx([True, False], "boolean"), 0)]:
         assert_like_torch(xv[realise(key, "mag")], tv[realise(key, "torch")], check_strides=False)
     xe, te = T.arange(4, dtype=mag.float32).view(4, 1).expand(4, 3), torch.arange(4.0).view(4, 1).expand(4, 3)
     assert_like_torch(xe[[3, 0], 1:], te[[3, 0], 1:], check_strides=False)
@@ -161,9 +161,9 @@ def test_index_of_a_strided_view() -> None:
 SET_KEYS: list[Any] = [
     0, (1, 2), (1, 2, 3), slice(1, 3), (slice(None), slice(None, None, 2)), (Ellipsis, 0), None, (None, 1),
     [0, 2], (slice(None), [4, 0]), ([0, 1], [1, 2]), ([0, 1], slice(None), [1, 2]), (0, slice(None), [1, 2]),
-    ([[0], [1]], [2, 3]), (slice(1, 3), [0, 4], slice(None, None, 2)), I([3, 1]),
-    (slice(None), I(MASK_5, "boolean")), I(MASK_45, "boolean"), (I(MASK_45, "boolean"), 1), True, False,
-    (Ellipsis, [1, 2]), [], I(True, "boolean"),
+    ([[0], [1]], [2, 3]), (slice(1, 3), [0, 4], slice(None, None, 2)), Idx([3, 1]),
+    (slice(None), Idx(MASK_5, "boolean")), Idx(MASK_45, "boolean"), (Idx(MASK_45, "boolean"), 1), True, False,
+    (Ellipsis, [1, 2]), [], Idx(True, "boolean"),
 ]
 
 
@@ -283,11 +283,11 @@ def _random_key(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[Any, 
             key.append(slice(lo, hi, int(rng.integers(1, 4))))
         elif r < 0.8:
             n = int(rng.integers(0, 4))
-            key.append(I(rng.integers(-size, size, n).tolist()))
+            key.append(Idx(rng.integers(-size, size, n).tolist()))
         elif r < 0.9:
-            key.append(I(rng.integers(-size, size, (2, 1) if rng.random() < 0.5 else (1, 3)).tolist()))
+            key.append(Idx(rng.integers(-size, size, (2, 1) if rng.random() < 0.5 else (1, 3)).tolist()))
         else:
-            key.append(I((rng.random(size) < 0.5).tolist(), "boolean"))
+            key.append(Idx((rng.random(size) < 0.5).tolist(), "boolean"))
         d += 1
     return tuple(key)
 

@@ -6,12 +6,11 @@ import ctypes
 import gc
 import weakref
 
+import magnetron as mag
 import numpy as np
 import pytest
 import torch
 from mag_testing import ALL_DTYPES, DTYPES, TORCH_TO_MAG, arange_pair, shares_storage, to_numpy
-
-import magnetron as mag
 
 T = mag.Tensor
 NUMPY_DTYPES = [d for d in ALL_DTYPES if DTYPES[d][1] is not None]
@@ -37,11 +36,14 @@ def test_numpy_is_zero_copy_for_every_dtype(d: mag.dtype.DType) -> None:
 
 def test_numpy_keeps_strides_and_shares_memory() -> None:
     x, n = arange_pair(3, 4)
-    for v, w in [(x.T, n.T), (x.view_slice(1, 3, 2, -2), n[:, 3::-2]), (x[::-1, 1], n[::-1, 1]),
-                 (x[1:, None, ::2], n[1:, None, ::2]), (x.view_slice(0, 0, 1, 1).expand(5, 4), np.broadcast_to(n[:1], (5, 4)))]:
+    cases = [(x.T, n.T), (x.view_slice(1, 3, 2, -2), n[:, 3::-2]), (x[::-1, 1], n[::-1, 1]),
+             (x[1:, None, ::2], n[1:, None, ::2]),
+             (x.view_slice(0, 0, 1, 1).expand(5, 4), np.broadcast_to(n[:1], (5, 4)))]
+    for v, w in cases:
         a = v.numpy()
         np.testing.assert_array_equal(a, w)
-        assert [s for s, n in zip(a.strides, a.shape) if n > 1] == [s for s, n in zip(w.strides, w.shape) if n > 1]
+        long_a = [s for s, n in zip(a.strides, a.shape, strict=True) if n > 1]
+        assert long_a == [s for s, n in zip(w.strides, w.shape, strict=True) if n > 1]
         assert np.shares_memory(a, x.numpy())
     x.T.numpy()[2, 1] = -1.0
     assert x[1, 2].item() == -1.0

@@ -7,12 +7,11 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+import magnetron as mag
 import numpy as np
 import pytest
 import torch
 from mag_testing import arange_pair, assert_like_numpy, assert_like_torch, shares_storage, to_numpy
-
-import magnetron as mag
 
 T = mag.Tensor
 
@@ -146,7 +145,7 @@ def test_multi_view_op_matches_torch(name: str, shape: tuple[int, ...], op: Call
         got, want = op(m), op(t)
         assert isinstance(got, tuple)
         assert len(got) == len(want), (name, layout)
-        for g, w in zip(got, want):
+        for g, w in zip(got, want, strict=True):
             assert_like_torch(g, w)
             assert shares_storage(g, m)
 
@@ -192,7 +191,8 @@ def test_reshape_copies_only_when_it_must() -> None:
     r = xt.reshape(24)
     assert not shares_storage(r, x)
     assert r.is_contiguous
-    np.testing.assert_array_equal(to_numpy(r), np.arange(24, dtype=np.float32).reshape(2, 3, 4).transpose(2, 1, 0).ravel())
+    want = np.arange(24, dtype=np.float32).reshape(2, 3, 4).transpose(2, 1, 0).ravel()
+    np.testing.assert_array_equal(to_numpy(r), want)
     assert shares_storage(xt.reshape(4, 3, 2), x)
 
 
