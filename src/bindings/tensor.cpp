@@ -23,7 +23,18 @@ struct ListScan {
 };
 } // namespace
 
-static void scan_list(nb::handle obj, size_t depth, ListScan &s) {
+// Array-likes inside a list (NumPy arrays, torch or magnetron tensors, ranges) count as nested lists.
+static nb::object as_nested_list(nb::handle obj) {
+    if (PyRange_Check(obj.ptr())) return nb::steal(PySequence_List(obj.ptr()));
+    bool tensor_like = nb::isinstance<Tensor>(obj) ? mag_tensor_rank(nb::cast<const Tensor &>(obj).t) > 0
+                                                   : nb::hasattr(obj, "tolist") && nb::hasattr(obj, "__len__");
+    return tensor_like ? obj.attr("tolist")() : nb::borrow(obj);
+}
+
+static void scan_list(nb::handle item, size_t depth, ListScan &s) {
+    PyObject *p = item.ptr();
+    bool plain = PyList_Check(p) || PyTuple_Check(p) || PyFloat_Check(p) || PyLong_Check(p); // the common, fast case
+    nb::object obj = plain ? nb::borrow(item) : as_nested_list(item);
     bool is_seq = PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr());
     if (depth == s.shape.size()) { // first visit at this depth decides the shape
         if (is_seq) {
@@ -107,7 +118,7 @@ mag_tensor_t *tensor_from_object(nb::handle data, int dtype) {
         return out;
     }
     if (PyList_Check(data.ptr()) || PyTuple_Check(data.ptr()) || PyBool_Check(data.ptr()) || PyLong_Check(data.ptr()) ||
-        PyFloat_Check(data.ptr()))
+        PyFloat_Check(data.ptr()) || PyRange_Check(data.ptr()))
         return tensor_from_list(data, dtype);
     mag_tensor_t *borrowed = tensor_from_buffer(data);
     if (!borrowed && nb::hasattr(data, "__dlpack__")) borrowed = tensor_from_dlpack(data);

@@ -335,3 +335,79 @@ def test_in_place_random_fills_on_views(seeded: None) -> None:
     x.normal_(0.0, 1.0)
     x.bernoulli_(0.5)
     assert set(to_numpy(x).ravel().tolist()) <= {0.0, 1.0}
+
+
+# ---- Tensor(data) from Python data ----
+@pytest.mark.parametrize(
+    ("data", "dtype", "values"),
+    [
+        (True, mag.boolean, True),
+        (3, mag.int64, 3),
+        (2.5, mag.float32, 2.5),
+        ([], mag.float32, []),
+        ([[]], mag.float32, [[]]),
+        ([True, False], mag.boolean, [True, False]),
+        ([True, 2], mag.int64, [1, 2]),
+        ([1, 2.5], mag.float32, [1.0, 2.5]),
+        ([True, 1.5], mag.float32, [1.0, 1.5]),
+        ([2**63, 1], mag.uint64, [2**63, 1]),
+        ([-(2**63), 2**63 - 1], mag.int64, [-(2**63), 2**63 - 1]),
+        (((1, 2), [3, 4]), mag.int64, [[1, 2], [3, 4]]),
+        (range(3), mag.int64, [0, 1, 2]),
+        ([range(2), range(2)], mag.int64, [[0, 1], [0, 1]]),
+        ([np.True_, np.False_], mag.boolean, [True, False]),
+        ([np.float32(1.5), np.int8(2)], mag.float32, [1.5, 2.0]),
+        ([np.array([1, 2]), np.array([3, 4])], mag.int64, [[1, 2], [3, 4]]),
+        ([torch.tensor([1.0, 2.0]), [3, 4]], mag.float32, [[1.0, 2.0], [3.0, 4.0]]),
+        ([T([1.0, 2.0]), T([3.0, 4.0])], mag.float32, [[1.0, 2.0], [3.0, 4.0]]),
+        ([T(1.0), T(2.0)], mag.float32, [1.0, 2.0]),
+        ([[[1]]] * 2, mag.int64, [[[1]], [[1]]]),
+    ],
+    ids=lambda v: repr(v)[:25],
+)
+def test_tensor_from_python_data(data: object, dtype: mag.dtype.DType, values: object) -> None:
+    x = T(data)
+    assert x.dtype is dtype
+    assert x.tolist() == values
+    want = torch.tensor(values, dtype=DTYPES[dtype][0] if dtype is not mag.uint64 else torch.float64)
+    assert x.shape == tuple(want.shape)
+
+
+def test_tensor_from_python_data_with_dtype() -> None:
+    assert T([1, 2], dtype=mag.float16).tolist() == [1.0, 2.0]
+    assert T([1.7, -1.7], dtype=mag.int32).tolist() == [1, -1]  # converted like cast
+    assert T([0, 2], dtype=mag.boolean).tolist() == [False, True]
+    assert T(300, dtype=mag.uint8).item() == 44
+    assert T([[1.0]], dtype="bfloat16").dtype is mag.bfloat16
+    assert T([], dtype=mag.int8).shape == (0,)
+    assert T(2**64 - 1, dtype=mag.uint64).item() == 2**64 - 1
+    assert T(0.1, dtype=mag.float64).item() == 0.1  # no detour through float32
+    assert T([0.1], dtype=mag.float64).item() == 0.1
+
+
+# ---- mag.context (API.md section 9) ----
+def test_context_threads_and_devices() -> None:
+    import os
+
+    if "MAGNETRON_NUM_THREADS" not in os.environ:
+        assert mag.context.num_threads == len(os.sched_getaffinity(0))  # default: the usable cores
+    assert mag.context.devices() == ["cpu"]
+    mag.context.set_default_device("cpu")
+    with pytest.raises(ValueError, match="cuda"):
+        mag.context.set_default_device("cuda")
+    info = mag.context.cpu_info()
+    assert {"vendor", "model", "features", "variant"} <= set(info)
+    with pytest.raises(TypeError, match="floating-point"):
+        mag.context.set_default_dtype(mag.int32)
+
+
+def test_num_threads_from_the_environment() -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "MAGNETRON_NUM_THREADS": "3", "PYTHONPATH": str(Path(mag.__file__).parent.parent)}
+    code = "import magnetron as mag; print(mag.context.num_threads)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "3", out.stderr

@@ -312,3 +312,51 @@ def test_unsupported_sources() -> None:
         T.from_dlpack([1, 2])
     assert T(b"ab").tolist() == [97, 98] and T(b"ab").dtype is mag.uint8  # bytes are a uint8 buffer
     assert to_numpy(T(bytearray(b"\x01\x02"))).tolist() == [1, 2]
+
+
+# ---- properties and conversions to Python (API.md section 3) ----
+def test_properties() -> None:
+    x = T.zeros(2, 3, 4, dtype=mag.float16)
+    assert x.shape == (2, 3, 4) and isinstance(x.shape, tuple)
+    assert x.strides == (12, 4, 1) and x.T.strides == (1, 4, 12)
+    assert x.rank == x.ndim == x.dim() == 3
+    assert x.numel == 24 and isinstance(x.numel, int)
+    assert x.data_size == 48
+    assert x.dtype is mag.float16 and x.device == "cpu"
+    assert isinstance(x.data_ptr, int) and x[1].data_ptr == x.data_ptr + 24
+    assert x.is_contiguous and not x.T.is_contiguous
+    assert x.size() == (2, 3, 4) and x.size(-1) == 4 and x.size(dim=0) == 2
+    assert len(x) == 2 and [t.shape for t in x] == [(3, 4), (3, 4)]
+    assert x.grad is None and not x.requires_grad
+    assert T(1.0).shape == () and T(1.0).strides == () and T(1.0).numel == 1
+    assert T.zeros(0, 5).numel == 0 and T.zeros(0, 5).data_size == 0
+
+
+def test_detach_clone_to_transfer() -> None:
+    x = T([1.0, 2.0], requires_grad=True)
+    d = x.detach()
+    assert not d.requires_grad and shares_storage(d, x)
+    c = x.clone()
+    assert not shares_storage(c, x) and c.tolist() == x.tolist()
+    assert x.to(mag.float64).dtype is mag.float64
+    assert x.to("cpu") is x and x.transfer("cpu") is x
+    with pytest.raises(RuntimeError, match="cuda"):
+        x.transfer("cuda")
+    with pytest.raises(RuntimeError, match="cuda:1"):
+        x.to("cuda:1")
+    with pytest.raises(ValueError, match="tpu"):
+        x.transfer("tpu")
+
+
+def test_python_scalar_conversions() -> None:
+    assert T(2.5).item() == 2.5 and isinstance(T(2.5).item(), float)
+    assert T([[7]]).item() == 7 and isinstance(T(7).item(), int)
+    assert T(True).item() is True
+    assert T(2**64 - 1, dtype=mag.uint64).item() == 2**64 - 1
+    assert T(2.5, dtype=mag.bfloat16).item() == 2.5 and T(0.1, dtype=mag.float16).item() == np.float16(0.1)
+    assert bool(T([1])) and not bool(T(0.0))
+    assert float(T(3)) == 3.0 and int(T(-3.7)) == -3
+    assert [10, 20, 30][T(2)] == 30 and [10, 20][T([1], dtype=mag.uint8)] == 20
+    assert T([[1, 2], [3, 4]]).tolist() == [[1, 2], [3, 4]]
+    assert T.zeros(2, 0).tolist() == [[], []] and T(5).tolist() == 5
+    assert T([1.0, 2.0]).T.tolist() == [1.0, 2.0]
