@@ -165,22 +165,26 @@ static mag_tensor_t *borrow_dl(const DLTensor &d, bool read_only, void (*del)(vo
         del(ctx);
         raise_error(PyExc_ValueError, "from_dlpack: rank %lld is not supported", (long long)rank);
     }
-    int64_t acc = 1;
+    int64_t acc = 1, es = (int64_t)mag_dtype_info(dt)->size;
+    bool empty = false, bad = false; // bad: a negative size, or a span that overflows 64 bits (a hostile producer)
     for (int64_t i = rank - 1; i >= 0; --i) { // strides may be NULL (compact row-major)
         strides[i] = d.strides ? d.strides[i] : acc;
-        acc *= d.shape[i];
+        bad |= d.shape[i] < 0 || __builtin_mul_overflow(acc, d.shape[i], &acc);
     }
-    bool empty = false;
-    for (int64_t i = 0; i < rank; ++i) {
+    for (int64_t i = 0; i < rank && !bad; ++i) {
         empty |= d.shape[i] == 0;
-        int64_t ext = (d.shape[i] - 1) * strides[i];
-        if (ext < 0) lo += ext;
-        else hi += ext;
+        int64_t ext;
+        bad |= __builtin_mul_overflow(d.shape[i] - 1, strides[i], &ext) ||
+               __builtin_add_overflow(ext < 0 ? lo : hi, ext, ext < 0 ? &lo : &hi);
     }
-    int64_t es = (int64_t)mag_dtype_info(dt)->size;
+    int64_t span_bytes;
+    if (bad || __builtin_mul_overflow(hi - lo, es, &span_bytes)) {
+        del(ctx);
+        raise_error(PyExc_ValueError, "from_dlpack: the producer's shape and strides do not describe valid memory");
+    }
     uint8_t *first = (uint8_t *)d.data + d.byte_offset;
     uint8_t *base = empty ? first : first + lo * es;
-    size_t nbytes = empty ? 0 : (size_t)((hi - lo) * es);
+    size_t nbytes = empty ? 0 : (size_t)span_bytes;
     // borrow the exact span, then view into it at the first element's position
     mag_tensor_t *span = nullptr;
     int64_t n = (int64_t)(nbytes / (size_t)es);

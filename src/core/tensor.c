@@ -117,9 +117,7 @@ mag_status_t mag_tensor_borrow(void *data, size_t nbytes, mag_dtype_t dt, int64_
     mag_tensor_t probe = {.dtype = dt, .rank = rank, .numel = numel};
     memcpy(probe.shape, shape, (size_t)rank * sizeof(int64_t));
     memcpy(probe.strides, strides, (size_t)rank * sizeof(int64_t));
-    int64_t lo, hi;
-    mag_tensor_byte_span(&probe, &lo, &hi);
-    if (numel && (lo < 0 || (uint64_t)hi > nbytes))
+    if (!mag_layout_in_bounds(&probe, nbytes))
         return mag_error(MAG_ERR_VALUE, "borrow: shape %s with the given strides exceeds the %zu-byte buffer",
                          mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rank, shape), nbytes);
     mag_storage_t *st = storage_new();
@@ -210,6 +208,18 @@ void mag_tensor_byte_span(const mag_tensor_t *t, int64_t *lo, int64_t *hi) {
     }
     *lo = a * es;
     *hi = (b + 1) * es;
+}
+
+bool mag_layout_in_bounds(const mag_tensor_t *t, size_t nbytes) {
+    if (t->numel == 0) return true; /* touches no memory */
+    int64_t lo = t->offset, hi = t->offset, es = (int64_t)mag_dtype_info(t->dtype)->size, end;
+    for (int64_t i = 0; i < t->rank; ++i) {
+        int64_t ext;
+        if (__builtin_mul_overflow(t->shape[i] - 1, t->strides[i], &ext)) return false;
+        if (__builtin_add_overflow(ext < 0 ? lo : hi, ext, ext < 0 ? &lo : &hi)) return false;
+    }
+    if (lo < 0 || __builtin_add_overflow(hi, 1, &end) || __builtin_mul_overflow(end, es, &end)) return false;
+    return (uint64_t)end <= nbytes;
 }
 
 bool mag_tensors_overlap(const mag_tensor_t *a, const mag_tensor_t *b) {

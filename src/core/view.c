@@ -275,9 +275,7 @@ mag_status_t mag_tensor_as_strided(mag_tensor_t *t, int64_t rank, const int64_t 
     probe.numel = numel;
     memcpy(probe.shape, shape, (size_t)rank * sizeof(int64_t));
     memcpy(probe.strides, strides, (size_t)rank * sizeof(int64_t));
-    int64_t lo, hi;
-    mag_tensor_byte_span(&probe, &lo, &hi);
-    if (numel && (lo < 0 || (uint64_t)hi > t->storage->nbytes))
+    if (!mag_layout_in_bounds(&probe, t->storage->nbytes))
         return mag_error(MAG_ERR_VALUE, "as_strided: shape %s at offset %lld reaches outside the storage (%zu bytes)",
                          mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rank, shape), (long long)offset,
                          t->storage->nbytes);

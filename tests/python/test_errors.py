@@ -77,6 +77,8 @@ CASES: list[tuple[str, Callable[[], Any], type[BaseException], list[str]]] = [
     ("unbind_rank0", lambda: T(1.0).unbind(), IndexError, ["unbind", "()"]),
     ("size_dim", lambda: x23().size(2), IndexError, ["size", "(2, 3)"]),
     ("as_strided_outside", lambda: x23()._as_strided((10,), (1,), 0), ValueError, ["as_strided", "(10,)"]),
+    ("as_strided_wraps", lambda: x23()._as_strided((2, 3), (2**62, 1), 0), ValueError, ["as_strided", "(2, 3)"]),
+    ("as_strided_negative", lambda: x23()._as_strided((3,), (-1,), 1), ValueError, ["as_strided", "(3,)"]),
     # indexing
     ("index_range", lambda: x23()[2], IndexError, ["select", "(2, 3)"]),
     ("index_negative_range", lambda: x23()[:, -4], IndexError, ["select", "(2, 3)"]),

@@ -360,3 +360,73 @@ def test_python_scalar_conversions() -> None:
     assert T([[1, 2], [3, 4]]).tolist() == [[1, 2], [3, 4]]
     assert T.zeros(2, 0).tolist() == [[], []] and T(5).tolist() == 5
     assert T([1.0, 2.0]).T.tolist() == [1.0, 2.0]
+
+
+# ---- a hand-made DLPack producer (ctypes): hostile layouts are refused and the deleter always runs ----
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManaged(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManaged))
+_DLManaged._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER)]
+
+
+class _HandMade:
+    """A legacy DLPack producer over a ctypes buffer with any shape/strides (and a deleter we can watch)."""
+
+    def __init__(self, shape: list[int], strides: list[int] | None, code: int = 2, bits: int = 32) -> None:
+        self.buf = (ctypes.c_float * 8)(*range(8))
+        self.shape = (ctypes.c_int64 * len(shape))(*shape)
+        self.strides = (ctypes.c_int64 * len(shape))(*strides) if strides is not None else None
+        self.deleted = 0
+
+        def on_delete(_: object) -> None:
+            self.deleted += 1
+
+        self.deleter = _DELETER(on_delete)
+        t = _DLTensor(ctypes.cast(self.buf, ctypes.c_void_p), _DLDevice(1, 0), len(shape), _DLDataType(code, bits, 1),
+                      self.shape, self.strides, 0)
+        self.managed = _DLManaged(t, None, self.deleter)
+
+    def __dlpack__(self, **kwargs: object) -> object:
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(self.managed), b"dltensor", None)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)
+
+
+def test_hand_made_dlpack_producer() -> None:
+    p = _HandMade([2, 4], None)
+    x = T.from_dlpack(p)
+    assert x.tolist() == [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]] and x.data_ptr == ctypes.addressof(p.buf)
+    del x
+    gc.collect()
+    assert p.deleted == 1
+    q = _HandMade([4, 2], [1, 4])  # strided, column-major
+    assert T.from_dlpack(q).tolist() == [[0.0, 4.0], [1.0, 5.0], [2.0, 6.0], [3.0, 7.0]]
+    for shape, strides in [([2, 3], [2**62, 1]), ([2**40, 2**40], None), ([3], [-(2**63) + 1]), ([-2], [1])]:
+        bad = _HandMade(shape, strides)
+        with pytest.raises(ValueError, match="from_dlpack|negative"):
+            T.from_dlpack(bad)
+        gc.collect()
+        assert bad.deleted == 1  # the consumer owns the capsule once it took it: it must release it
+    odd = _HandMade([2], None, code=5, bits=64)  # complex: no magnetron dtype
+    with pytest.raises(TypeError, match="from_dlpack"):
+        T.from_dlpack(odd)
+    assert odd.deleted == 1
