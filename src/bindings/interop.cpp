@@ -256,7 +256,17 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
         PyErr_SetString(PyExc_BufferError, "the tensor is read-only (memory-mapped); clone() it first");
         return -1;
     }
-    int64_t rank = mag_tensor_rank(t->t), es = (int64_t)mag_dtype_info(dt)->size;
+    int64_t rank = mag_tensor_rank(t->t), es = (int64_t)mag_dtype_info(dt)->size, long_dims = 0;
+    for (int64_t i = 0; i < rank; ++i) long_dims += mag_tensor_shape(t->t)[i] > 1;
+    // consumers that take no strides, or ask for a contiguous block, get one only if the layout is one
+    bool need_c = !(flags & PyBUF_STRIDES) || (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS ||
+                  (flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS;
+    bool need_f = (flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS;
+    if (((need_c || need_f) && !mag_tensor_is_contiguous(t->t)) || (need_f && long_dims > 1)) {
+        PyErr_SetString(PyExc_BufferError, "the tensor is not laid out as the contiguous block this consumer asks for; "
+                                           "use .contiguous() (or a consumer that accepts strides)");
+        return -1;
+    }
     Py_ssize_t *dims = (Py_ssize_t *)PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (size_t)(rank ? rank : 1));
     if (!dims) {
         PyErr_NoMemory();
@@ -272,17 +282,11 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     view->readonly = mag_tensor_is_read_only(t->t);
     view->itemsize = (Py_ssize_t)es;
     view->format = (flags & PyBUF_FORMAT) ? (char *)fmt : nullptr;
-    view->ndim = (int)rank;
-    view->shape = dims;
-    view->strides = dims + rank;
+    view->ndim = (flags & PyBUF_ND) ? (int)rank : 1; // without PyBUF_ND: one flat block of bytes
+    view->shape = (flags & PyBUF_ND) ? dims : nullptr;
+    view->strides = (flags & PyBUF_STRIDES) ? dims + rank : nullptr;
     view->suboffsets = nullptr;
     view->internal = dims;
-    if (!(flags & PyBUF_STRIDES) && !mag_tensor_is_contiguous(t->t)) {
-        PyMem_Free(dims);
-        Py_CLEAR(view->obj);
-        PyErr_SetString(PyExc_BufferError, "the tensor is not contiguous; the consumer must accept strides");
-        return -1;
-    }
     return 0;
 }
 

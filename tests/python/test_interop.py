@@ -105,6 +105,13 @@ def test_buffer_protocol() -> None:
     assert memoryview(T(7, dtype=mag.int64)).shape == ()
     with pytest.raises(BufferError, match="bfloat16"):
         memoryview(T.zeros(2, dtype=mag.bfloat16))
+    f = T.arange(6, dtype=mag.float32).view(2, 3)
+    assert np.frombuffer(f, dtype=np.float32).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]  # a flat block
+    assert bytes(f.T) == np.arange(6, dtype=np.float32).reshape(2, 3).T.tobytes()  # logical order
+    with pytest.raises(BufferError):
+        np.frombuffer(f.T, dtype=np.float32)  # no strides taken: a transposed tensor is refused, not misread
+    with pytest.raises(TypeError, match="C contiguous"):
+        (ctypes.c_float * 6).from_buffer(f.T)
     y = T.zeros(4, dtype=mag.float64)
     (ctypes.c_double * 4).from_buffer(y)[1] = 3.0  # a writable buffer consumer writes straight into the tensor
     assert y.tolist() == [0.0, 3.0, 0.0, 0.0]
