@@ -16,44 +16,43 @@ from . import dtype as _dt
 Tensor = _C.Tensor
 
 
-def _as_index_tensor(obj: Any) -> Tensor:
-    t = obj if isinstance(obj, Tensor) else Tensor(obj)
-    if t.numel == 0 and isinstance(obj, list):
-        return t.cast(_dt.int64)  # an empty list indexes nothing (it would otherwise be float32)
-    if t.dtype.is_floating_point:
-        raise IndexError(f"index: tensors used as indices must be integer or boolean, got {t.dtype} (shape {t.shape})")
-    return t
+def _entry(k: Any, shape: tuple[int, ...]) -> Any:
+    """One key entry in canonical form: None, Ellipsis, a slice, an int, or an index tensor (integer or boolean).
 
-
-def _is_advanced(k: Any) -> bool:
-    # a Python bool is a rank-0 mask (PyTorch and NumPy: x[True] adds a dim and copies);
-    # a rank-0 integer tensor or NumPy integer selects like an int (PyTorch)
+    A Python bool is a rank-0 mask (PyTorch and NumPy: x[True] adds a dim and copies); a rank-0
+    integer tensor or NumPy integer selects like an int (PyTorch); lists and arrays are index tensors.
+    """
+    if k is None or k is Ellipsis or isinstance(k, slice):
+        return k
     if isinstance(k, bool):
-        return True
-    if isinstance(k, (int, slice)) or k is None or k is Ellipsis:
-        return False
-    if isinstance(k, list):
-        return True
-    t = k if isinstance(k, Tensor) else Tensor(k) if hasattr(k, "__array__") else None
-    return t is not None and not (t.rank == 0 and t.dtype.is_integer)
+        return Tensor(k)
+    if isinstance(k, int):
+        return k
+    if isinstance(k, (Tensor, list, tuple)) or hasattr(k, "__array__"):
+        t = k if isinstance(k, Tensor) else Tensor(k)
+        if t.numel == 0 and isinstance(k, (list, tuple)):
+            return t.cast(_dt.int64)  # an empty list indexes nothing (it would otherwise be float32)
+        if t.dtype.is_floating_point:
+            raise IndexError(f"index: tensors used as indices must be integer or boolean, got {t.dtype} "
+                             f"(shape {t.shape})")
+        return t.__index__() if t.rank == 0 and t.dtype.is_integer else t
+    if hasattr(k, "__index__"):
+        return k.__index__()
+    raise IndexError(f"index: invalid index of type {type(k).__name__} for a tensor of shape {shape}: only ints, "
+                     "slices, None, Ellipsis, and integer or boolean tensors/lists are valid indices")
 
 
 def _consumed(k: Any) -> int:
-    """How many dims of the tensor an index entry uses up."""
+    """How many dims of the tensor a canonical key entry uses up."""
     if k is None or k is Ellipsis:
         return 0
-    if _is_advanced(k):
-        t = _as_index_tensor(k)
-        return t.rank if t.dtype == _dt.boolean else 1
-    return 1
+    return k.rank if isinstance(k, Tensor) and k.dtype == _dt.boolean else 1
 
 
 def _basic(x: Tensor, key: Any) -> tuple[Tensor, list[tuple[int, Tensor]]]:
     """Apply the basic part of key; return the view and the advanced indices as (view dim, int64 index)."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    n_ellipsis = sum(1 for k in key if k is Ellipsis)
-    if n_ellipsis > 1:
+    key = [_entry(k, x.shape) for k in (key if isinstance(key, tuple) else (key,))]
+    if sum(1 for k in key if k is Ellipsis) > 1:
         raise IndexError(f"index: an index can only have a single ellipsis ('...'), got {key!r} for shape {x.shape}")
     used = sum(_consumed(k) for k in key)
     if used > x.rank:
@@ -78,34 +77,27 @@ def _basic(x: Tensor, key: Any) -> tuple[Tensor, list[tuple[int, Tensor]]]:
             length = len(range(start, stop, step))
             v = v._slice(d, start if length else 0, length, step)
             d += 1
-        elif _is_advanced(k):
-            t = _as_index_tensor(k)
-            if t.dtype == _dt.boolean:
-                mask_shape = v.shape[d : d + t.rank]
-                if t.shape != mask_shape:
-                    raise IndexError(
-                        f"index: the shape of the mask {t.shape} does not match the shape {mask_shape} of the indexed "
-                        f"dims {d}..{d + t.rank - 1} of a tensor of shape {x.shape}"
-                    )
-                coords = t.nonzero() if t.rank else t.reshape(1).nonzero()
-                if t.rank == 0:  # a scalar mask adds one dim, kept (True) or emptied (False)
-                    v = v.unsqueeze(d)
-                    adv.append((d, coords.select(1, 0)))
-                    d += 1
-                    continue
-                for j in range(t.rank):
-                    adv.append((d + j, coords.select(1, j)))
-                d += t.rank
-            else:
-                adv.append((d, t))
+        elif isinstance(k, int):
+            v = v.select(d, k)
+        elif k.dtype == _dt.boolean:
+            mask_shape = v.shape[d : d + k.rank]
+            if k.shape != mask_shape:
+                raise IndexError(
+                    f"index: the shape of the mask {k.shape} does not match the shape {mask_shape} of the indexed "
+                    f"dims {d}..{d + k.rank - 1} of a tensor of shape {x.shape}"
+                )
+            if k.rank == 0:  # a scalar mask adds one dim, kept (True) or emptied (False)
+                v = v.unsqueeze(d)
+                adv.append((d, k.reshape(1).nonzero().select(1, 0)))
                 d += 1
-        elif isinstance(k, Tensor) or hasattr(k, "__index__"):
-            i = k.__index__()
-            v = v.select(d, i)
+                continue
+            coords = k.nonzero()
+            for j in range(k.rank):
+                adv.append((d + j, coords.select(1, j)))
+            d += k.rank
         else:
-            raise IndexError(f"index: invalid index of type {type(k).__name__} for a tensor of shape {x.shape}: "
-                             "only ints, slices, None, Ellipsis, and integer or boolean tensors/lists are valid "
-                             "indices")
+            adv.append((d, k))
+            d += 1
     return v, adv
 
 

@@ -124,6 +124,8 @@ mag_tensor_t *tensor_from_object(nb::handle data, int dtype) {
     if (!borrowed && nb::hasattr(data, "__dlpack__")) borrowed = tensor_from_dlpack(data);
     if (!borrowed && nb::hasattr(data, "__array__")) // e.g. array-likes without a buffer: ask for a NumPy array
         borrowed = tensor_from_buffer(data.attr("__array__")());
+    if (!borrowed && nb::hasattr(data, "__array_interface__")) // only NumPy reads this protocol for us
+        borrowed = tensor_from_buffer(nb::module_::import_("numpy").attr("asarray")(data));
     if (!borrowed) {
         if (PyIndex_Check(data.ptr()) || PyNumber_Check(data.ptr())) return tensor_from_list(data, dtype);
         raise_error(PyExc_TypeError, "Tensor: cannot build a tensor from %s", Py_TYPE(data.ptr())->tp_name);

@@ -437,3 +437,19 @@ def test_hand_made_dlpack_producer() -> None:
     with pytest.raises(TypeError, match="from_dlpack"):
         T.from_dlpack(odd)
     assert odd.deleted == 1
+
+
+def test_array_interface_and_array_protocol_sources() -> None:
+    a = np.arange(6, dtype=np.int16).reshape(2, 3)
+
+    class Interface:  # only __array_interface__
+        __array_interface__ = a.__array_interface__
+
+    class ArrayOnly:  # only __array__
+        def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray:
+            return a.T
+
+    x = T(Interface())
+    assert x.dtype is mag.int16 and x.tolist() == a.tolist() and x.data_ptr != _addr(a)
+    y = T(ArrayOnly(), dtype=mag.float32)
+    assert y.tolist() == a.T.astype(np.float32).tolist()
