@@ -6,7 +6,8 @@ runtime context (``mag.context``) and, as they land, autograd, ``nn``, ``optim``
 
 from __future__ import annotations
 
-from . import _C, dtype
+from . import _C
+from . import dtype
 from ._grad_mode import enable_grad, no_grad
 from ._tensor import Tensor
 from .context import context
