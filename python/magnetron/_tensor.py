@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import operator
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -41,7 +40,7 @@ def _shape(args: tuple, what: str) -> tuple[int, ...]:
     for s in args:
         if isinstance(s, bool) or not hasattr(s, "__index__"):
             raise TypeError(f"{what}: shape entries must be ints, got {type(s).__name__} in {args!r}")
-    return tuple(operator.index(s) for s in args)
+    return tuple(s.__index__() for s in args)
 
 
 def _size(args: tuple, what: str) -> tuple[int, ...]:
@@ -159,7 +158,7 @@ def _number(v: Any, what: str) -> int | float:
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return v
     if isinstance(v, numbers.Integral) and not isinstance(v, bool):
-        return operator.index(v)
+        return v.__index__()
     if isinstance(v, numbers.Real) and not isinstance(v, bool):
         return float(v)
     raise TypeError(f"{what}: expected a number, got {type(v).__name__} ({v!r})")
@@ -169,7 +168,7 @@ def rand_perm(n: int, dtype: DType = _dt.int64, requires_grad: bool = False) -> 
     """A random permutation of 0..n-1 (Fisher-Yates on the Philox stream)."""
     if isinstance(n, bool) or not hasattr(n, "__index__"):
         raise TypeError(f"rand_perm: n must be an int, got {type(n).__name__}")
-    n = operator.index(n)
+    n = n.__index__()
     if n < 0:
         raise ValueError(f"rand_perm: n must be non-negative, got {n}")
     return _factory("rand_perm", _new((n,), dtype, False, "rand_perm"))._with_grad(requires_grad)
