@@ -268,6 +268,7 @@ def cast(self: Tensor, dtype: DType) -> Tensor:
 
 
 def to(self: Tensor, target: DType | str) -> Tensor:
+    """``cast`` for a dtype, ``transfer`` for a device name."""
     if isinstance(target, DType):
         return cast(self, target)
     return transfer(self, target)
@@ -294,6 +295,7 @@ def reshape(self: Tensor, *shape: int) -> Tensor:
 
 
 def permute(self: Tensor, *dims: int) -> Tensor:
+    """The dims reordered (varargs or one sequence; negative dims count from the end), as a view."""
     return self._permute(_dims(dims, "permute"))
 
 
@@ -303,6 +305,7 @@ def expand(self: Tensor, *shape: int) -> Tensor:
 
 
 def broadcast_to(self: Tensor, shape: Sequence[int]) -> Tensor:
+    """``expand`` to ``shape`` (NumPy broadcasting: stride 0, no copy)."""
     return self._expand(tuple(shape))
 
 
@@ -453,19 +456,23 @@ def copy_(self: Tensor, src: Tensor | Any) -> Tensor:
 
 
 def uniform_(self: Tensor, low: float = 0.0, high: float = 1.0) -> Tensor:
+    """Fill with ``uniform`` values, in place."""
     return _factory("uniform", self, low, high)
 
 
 def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
+    """Fill with ``normal`` values, in place."""
     return _factory("normal", self, mean, std)
 
 
 def bernoulli_(self: Tensor, p: float = 0.5) -> Tensor:
+    """Fill with ``bernoulli`` draws (1 with probability p, else 0), in place."""
     return _factory("bernoulli", self, p)
 
 
 # ---- small protocol methods ----
 def size(self: Tensor, dim: int | None = None) -> tuple[int, ...] | int:
+    """The shape, or the size of one dim."""
     return self.shape if dim is None else self.shape[_dim(self, dim, "size", need_dims=True)]
 
 
