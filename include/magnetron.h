@@ -133,7 +133,7 @@ int64_t mag_tensor_numel(const mag_tensor_t *t);
 /* Address of element [0, ..., 0] (may be inside the storage when strides are negative). */
 void *mag_tensor_data(const mag_tensor_t *t);
 bool mag_tensor_is_contiguous(const mag_tensor_t *t);
-bool mag_tensor_is_view(const mag_tensor_t *t);       /* shares storage with another tensor */
+bool mag_tensor_is_view(const mag_tensor_t *t);       /* made as a view of another tensor (its base is not) */
 bool mag_tensor_is_read_only(const mag_tensor_t *t);
 mag_owner_t mag_tensor_owner(const mag_tensor_t *t);
 bool mag_tensor_requires_grad(const mag_tensor_t *t);
