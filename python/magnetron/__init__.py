@@ -31,6 +31,7 @@ from .dtype import (
     uint32,
     uint64,
 )
+from .io import Snapshot, load, save
 
 __version__ = "0.1.0"
 FormatError = _C.FormatError
@@ -44,6 +45,9 @@ __all__ = [
     "nn",
     "optim",
     "FormatError",
+    "save",
+    "load",
+    "Snapshot",
     "float32",
     "float16",
     "bfloat16",
