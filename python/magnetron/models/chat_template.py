@@ -1,37 +1,17 @@
 """Chat templates: the model's own Jinja template rendered with ``jinja2``, as Hugging Face does.
 
-Templates come from ``tokenizer_config.json`` (a string, or a list of named templates of which
-"default" is used), a ``chat_template.jinja`` file (transformers 5 saves it separately), or ``.mag``
-metadata. They are untrusted code, so they run in Jinja's immutable sandbox with the helpers HF
-templates expect: ``raise_exception``, ``strftime_now`` and a ``tojson`` that keeps non-ASCII text.
+Templates arrive as the ``tokenizer.chat_template`` metadata of the checkpoint (magnetron.io
+gathers it from tokenizer_config.json, chat_template.jinja or GGUF). They are untrusted code, so
+they run in Jinja's immutable sandbox with the helpers HF templates expect: ``raise_exception``,
+``strftime_now`` and a ``tojson`` that keeps non-ASCII text.
 Extra keyword arguments reach the template as variables: Qwen3 reads ``enable_thinking``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime
 from typing import Any
-
-from .tokenizer import read_json
-
-
-def load_chat_template(folder: str) -> str | None:
-    """The chat template stored in a checkpoint folder, or None when it has none."""
-    path = os.path.join(folder, "chat_template.jinja")
-    if os.path.isfile(path):
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    return pick_template(read_json(os.path.join(folder, "tokenizer_config.json")).get("chat_template"))
-
-
-def pick_template(value: Any) -> str | None:
-    """A ``chat_template`` entry is a string or a list of ``{"name", "template"}`` (we take "default")."""
-    if isinstance(value, list):
-        named = {t.get("name"): t.get("template") for t in value if isinstance(t, dict)}
-        value = named.get("default")
-    return value if isinstance(value, str) else None
 
 
 def _raise(message: str) -> None:

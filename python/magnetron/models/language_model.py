@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -14,12 +15,11 @@ from .._tensor import Tensor
 from ..context import context
 from ..dtype import DType
 from . import chat_template as _chat
-from . import gpt2, qwen3
-from .checkpoint import read_checkpoint
+from . import gguf, gpt2, qwen3
 from .generate import GenerationStats, stream_text, stream_tokens
 from .kv_cache import KVCache
 from .sampling import Sampler, SamplingParams
-from .tokenizer import load_tokenizer, read_json
+from .tokenizer import from_json, load_tokenizer
 from .transformer import Transformer, TransformerConfig, hf_token_ids
 
 ARCHITECTURES = {"gpt2": gpt2, "qwen3": qwen3, "qwen2": qwen3, "llama": qwen3}
@@ -143,32 +143,36 @@ class LanguageModel:
 
 
 def load(source: str | os.PathLike, dtype: DType | str | None = None, num_threads: int | None = None) -> LanguageModel:
-    """A language model from a HF checkpoint folder (config.json + safetensors + tokenizer files)
-    or a ``.safetensors`` file with config.json beside it. ``dtype`` casts the weights
-    (default: as stored); ``num_threads`` sets ``mag.context.num_threads``."""
+    """A language model from a Hugging Face checkpoint folder, a ``.safetensors`` file (config.json
+    beside it), a ``.gguf`` file or a ``.mag`` snapshot. Weights in safetensors and .mag files are
+    mapped, not copied. ``dtype`` casts the weights (default: as stored; quantised GGUF tensors
+    arrive as bfloat16); ``num_threads`` sets ``mag.context.num_threads``."""
+    from ..io.convert import open_source
+
     if num_threads is not None:
         context.num_threads = num_threads
-    path = os.fspath(source)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"models.load: {path!r} does not exist")
-    folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
-    hf = read_json(os.path.join(folder, "config.json"))
-    if not hf:
-        raise FileNotFoundError(f"models.load: no config.json in {folder!r}")
-    tensors = read_checkpoint(folder) if os.path.isdir(path) else _read_file(path)
+    src = open_source(source)
+    meta = src.metadata
+    tensors = {s.name: src.tensor(s) for s in src.specs}
+    if gguf.is_gguf(meta):
+        hf = gguf.config_from_gguf(meta, tensors)
+        tensors = gguf.hf_names(tensors)
+    elif "model.config" in meta:
+        hf = json.loads(meta["model.config"])
+    else:
+        raise ValueError(f"models.load: {os.fspath(source)!r} has no model config (config.json or .mag model.config)")
     net = build(hf, tensors, dtype)
-    gen = read_json(os.path.join(folder, "generation_config.json"))
-    eos = net.config.eos_token_ids + hf_token_ids(gen.get("eos_token_id"))
-    tok_cfg = read_json(os.path.join(folder, "tokenizer_config.json"))
-    return LanguageModel(net, load_tokenizer(folder), _chat.load_chat_template(folder), eos, special_tokens(tok_cfg))
-
-
-def _read_file(path: str) -> dict[str, Tensor]:
-    from .checkpoint import read_safetensors
-
-    if not path.endswith(".safetensors"):
-        raise ValueError(f"models.load: unsupported file {path!r} (a checkpoint folder or .safetensors)")
-    return read_safetensors(path)
+    tokenizer = from_json(meta["tokenizer.json"]) if "tokenizer.json" in meta else None
+    if tokenizer is None:  # GPT-2's vocab.json + merges.txt beside the weights
+        path = os.fspath(source)
+        tokenizer = load_tokenizer(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)))
+    tok_cfg = json.loads(meta.get("tokenizer.config", "{}"))
+    gen_cfg = json.loads(meta.get("model.generation_config", "{}"))
+    specials = special_tokens(tok_cfg)
+    eos = net.config.eos_token_ids + hf_token_ids(gen_cfg.get("eos_token_id"))
+    if tokenizer is not None and tokenizer.token_to_id(specials.get("eos_token", "")) is not None:
+        eos.append(tokenizer.token_to_id(specials["eos_token"]))
+    return LanguageModel(net, tokenizer, meta.get("tokenizer.chat_template"), eos, specials)
 
 
 def build(hf: dict, tensors: dict[str, Tensor], dtype: DType | str | None = None) -> Transformer:

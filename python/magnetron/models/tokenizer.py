@@ -1,8 +1,8 @@
 """Tokenizers through the Hugging Face ``tokenizers`` library.
 
-A model folder carries either a ``tokenizer.json`` (Qwen, Llama, newer GPT-2 exports) or GPT-2's
-original pair ``vocab.json`` + ``merges.txt``, from which we assemble the same byte-level BPE
-tokenizer that ``tokenizer.json`` would describe. A ``.mag`` file carries the JSON as metadata.
+A checkpoint carries a ``tokenizer.json`` (Qwen, Llama, newer GPT-2 exports; in ``.mag`` and GGUF
+imports as metadata) or GPT-2's original pair ``vocab.json`` + ``merges.txt``, from which we
+assemble the byte-level BPE tokenizer that ``tokenizer.json`` would describe.
 """
 
 from __future__ import annotations
@@ -31,10 +31,7 @@ def from_vocab_merges(vocab_path: str, merges_path: str, special_tokens: list[st
 
 
 def load_tokenizer(folder: str) -> Tokenizer | None:
-    """The tokenizer stored in a checkpoint folder, or None when it holds none."""
-    path = os.path.join(folder, "tokenizer.json")
-    if os.path.isfile(path):
-        return Tokenizer.from_file(path)
+    """GPT-2's tokenizer from ``vocab.json`` + ``merges.txt`` in a folder, or None when they are missing."""
     vocab, merges = os.path.join(folder, "vocab.json"), os.path.join(folder, "merges.txt")
     if os.path.isfile(vocab) and os.path.isfile(merges):
         return from_vocab_merges(vocab, merges, _special_tokens(folder))
