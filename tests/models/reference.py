@@ -2,8 +2,8 @@
 
 Models are randomly initialised with the real architectures, then perturbed so that every weight
 matters (MODELS.md): norm weights 1 + N(0, 0.1), biases N(0, 0.02), matrices N(0, 1.5/sqrt(fan_in)),
-embeddings N(0, 0.3) (tied logits of std ~2.5, as in trained models). With the default initialisation greedy decoding repeats one token and a
-broken KV cache or RoPE can pass unnoticed.
+embeddings N(0, 0.3) (tied logits of std ~2.5, as in trained models). With the default
+initialisation greedy decoding repeats one token and a broken KV cache or RoPE can pass unnoticed.
 """
 
 from __future__ import annotations

@@ -63,7 +63,8 @@ def config_from_gguf(meta: Mapping[str, Any], tensors: Mapping[str, Tensor]) -> 
         "rms_norm_eps": float(key("attention.layer_norm_rms_epsilon")),
         "rope_theta": float(key("rope.freq_base", 10000.0)),
         "tie_word_embeddings": "output.weight" not in tensors,
-        "attention_bias": arch != "qwen2" and "blk.0.attn_q.bias" in tensors,
+        "attention_bias": "blk.0.attn_output.bias" in tensors,  # Qwen2's q/k/v biases come with the arch
+        "mlp_bias": "blk.0.ffn_up.bias" in tensors,
         "bos_token_id": meta.get("gguf.tokenizer.ggml.bos_token_id"),
         "eos_token_id": meta.get("gguf.tokenizer.ggml.eos_token_id"),
         "dtype": tensors["token_embd.weight"].dtype.name,

@@ -19,7 +19,7 @@ from . import gguf, gpt2, qwen3
 from .generate import GenerationStats, stream_text, stream_tokens
 from .kv_cache import KVCache
 from .sampling import Sampler, SamplingParams
-from .tokenizer import from_json, load_tokenizer
+from .tokenizer import from_json
 from .transformer import Transformer, TransformerConfig, hf_token_ids
 
 ARCHITECTURES = {"gpt2": gpt2, "qwen3": qwen3, "qwen2": qwen3, "llama": qwen3}
@@ -163,9 +163,6 @@ def load(source: str | os.PathLike, dtype: DType | str | None = None, num_thread
         raise ValueError(f"models.load: {os.fspath(source)!r} has no model config (config.json or .mag model.config)")
     net = build(hf, tensors, dtype)
     tokenizer = from_json(meta["tokenizer.json"]) if "tokenizer.json" in meta else None
-    if tokenizer is None:  # GPT-2's vocab.json + merges.txt beside the weights
-        path = os.fspath(source)
-        tokenizer = load_tokenizer(path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path)))
     tok_cfg = json.loads(meta.get("tokenizer.config", "{}"))
     gen_cfg = json.loads(meta.get("model.generation_config", "{}"))
     specials = special_tokens(tok_cfg)
