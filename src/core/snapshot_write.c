@@ -201,7 +201,7 @@ mag_status_t mag_snapshot_write_declare(mag_snapshot_writer_t *w, const char *na
     if (!mag_dtype_info(dt)) return mag_error(MAG_ERR_TYPE, "save: tensor '%s': invalid dtype %d", name, (int)dt);
     int64_t numel;
     uint64_t nbytes;
-    MAG_TRY(mag_checked_numel(rank, shape, &numel));
+    MAG_TRY(mag_checked_numel("save", rank, shape, &numel));
     if (__builtin_mul_overflow((uint64_t)numel, (uint64_t)mag_dtype_info(dt)->size, &nbytes))
         return mag_error(MAG_ERR_VALUE, "save: tensor '%s' is too large", name);
     if (w->n == w->cap) {
