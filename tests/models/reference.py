@@ -2,7 +2,7 @@
 
 Models are randomly initialised with the real architectures, then perturbed so that every weight
 matters (MODELS.md): norm weights 1 + N(0, 0.1), biases N(0, 0.02), matrices N(0, 1.5/sqrt(fan_in)),
-embeddings N(0, 0.3) (tied logits of std ~2.5, as in trained models). With the default
+embeddings N(0, 2.5/sqrt(width)) (tied logits of std ~2.5, as in trained models). With the default
 initialisation greedy decoding repeats one token and a broken KV cache or RoPE can pass unnoticed.
 """
 
@@ -113,7 +113,7 @@ def hf_config(spec: dict[str, Any]) -> Any:
 
 
 @torch.no_grad()
-def perturb(model: torch.nn.Module, seed: int) -> None:
+def perturb(model: torch.nn.Module, seed: int, gain: float = 1.5) -> None:
     g = torch.Generator().manual_seed(seed)
     for name, p in model.named_parameters():
         if p.ndim == 1 and ("norm" in name or "ln_" in name) and name.endswith("weight"):
@@ -121,20 +121,21 @@ def perturb(model: torch.nn.Module, seed: int) -> None:
         elif p.ndim == 1:
             p.copy_(0.02 * torch.randn(p.shape, generator=g))
         elif "wte" in name or "wpe" in name or "embed" in name:
-            p.copy_(0.3 * torch.randn(p.shape, generator=g))
+            p.copy_(2.5 / math.sqrt(p.shape[1]) * torch.randn(p.shape, generator=g))
         else:
             fan_in = p.shape[0] if "c_" in name else p.shape[1]  # GPT-2 Conv1D weights are (in, out)
-            p.copy_(1.5 / math.sqrt(fan_in) * torch.randn(p.shape, generator=g))
+            p.copy_(gain / math.sqrt(fan_in) * torch.randn(p.shape, generator=g))
 
 
 def build(spec: dict[str, Any], folder: str, dtype: torch.dtype = torch.float32, seed: int = 0) -> str:
     """Save a perturbed random model of ``spec`` (and the real tokenizer files, where the vocabulary
-    fits) to ``folder`` in ``dtype``; returns the folder."""
+    fits) to ``folder`` in ``dtype``; returns the folder. Deep models get matrices of gain 1 (a
+    28-layer stack of gain 1.5 is chaotic enough to blow bfloat16 rounding up to whole logits)."""
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(hf_config(spec), dtype=torch.float32)
-    perturb(model, seed)
+    perturb(model, seed, 1.5 if model.config.num_hidden_layers <= 4 else 1.0)
     model.to(dtype).save_pretrained(folder)
     copy_tokenizer(spec, folder)
     return folder

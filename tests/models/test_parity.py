@@ -99,15 +99,17 @@ def test_f32_checkpoint_cast_to_bf16_on_load(checkpoint):
 
 
 @pytest.mark.models_big
-@pytest.mark.parametrize(
-    ("name", "dtype", "tol"), [("gpt2_124m", torch.float32, F32_TOL), ("qwen3_0.6b", torch.bfloat16, BF16_TOL)]
-)
-def test_full_size_shapes_match_transformers(checkpoint, name, dtype, tol):
+@pytest.mark.parametrize(("name", "dtype"), [("gpt2_124m", torch.float32), ("qwen3_0.6b", torch.bfloat16)])
+def test_full_size_shapes_match_transformers(checkpoint, name, dtype):
+    """Full-size shapes. 28 random layers amplify bfloat16 rounding: there transformers' own bf16
+    logits differ from its f32 ones by ~0.25 (logit std 2.5), so the bf16 bound is 0.2 or 1.5x that."""
     folder = checkpoint(name, dtype)
-    model, ref = models.load(folder), reference.load_hf(folder, dtype)
+    model = models.load(folder)
     ids = random_ids(model.config.vocab_size, (1, 64), seed=5)
-    want = hf_logits(ref, ids)
-    del ref
+    want = hf_logits(reference.load_hf(folder, dtype), ids)
+    tol = F32_TOL
+    if dtype == torch.bfloat16:
+        tol = max(BF16_TOL, 1.5 * np.abs(want - hf_logits(reference.load_hf(folder, torch.float32), ids)).max())
     got = np.asarray(model(ids))
     assert np.abs(got - want).max() < tol
     with mag.no_grad():  # the cached path at full size: prefill then a few steps
