@@ -8,7 +8,6 @@ import shutil
 import numpy as np
 import pytest
 import reference
-import torch
 from magnetron import models
 from magnetron.io.convert import convert
 from test_parity import F32_TOL, hf_logits, random_ids
@@ -119,4 +118,3 @@ def test_smollm2_answers_like_transformers():
     model = models.load(os.environ["MAGNETRON_SMOLLM2_GGUF"], dtype="float32")
     messages = [{"role": "user", "content": "What is the capital of France? Answer in one sentence."}]
     assert model.chat(messages, max_tokens=32, temperature=0) == "The capital of France is Paris."
-    torch.set_num_threads(2)
