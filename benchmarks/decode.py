@@ -2,6 +2,7 @@
 
     python benchmarks/decode.py --shape gpt2_124m                      # f32, builds the checkpoint
     python benchmarks/decode.py --shape qwen3_0.6b --dtype bfloat16
+    python benchmarks/decode.py --shape gpt2_124m --dtype bfloat16 --hf-dtype float32
     python benchmarks/decode.py --model path/to/checkpoint --only magnetron   # peak RSS of ours alone
 
 Greedy, a 128-token prompt, 64 new tokens, 2 threads (issue 8). Runs alternate between the two
@@ -83,6 +84,7 @@ def main() -> None:
     src.add_argument("--model", help="a HF checkpoint folder")
     src.add_argument("--shape", choices=sorted(reference.BIG), help="build a random checkpoint of this shape")
     ap.add_argument("--dtype", choices=sorted(TORCH_DTYPES), default="float32")
+    ap.add_argument("--hf-dtype", choices=sorted(TORCH_DTYPES), help="transformers' weight dtype (default: --dtype)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--new-tokens", type=int, default=64)
@@ -100,7 +102,8 @@ def main() -> None:
     bandwidth = read_bandwidth(args.threads)
     torch.set_num_threads(args.threads)
     model = models.load(folder, dtype=args.dtype, num_threads=args.threads)
-    hf = None if args.only == "magnetron" else reference.load_hf(folder, TORCH_DTYPES[args.dtype])
+    hf_dtype = args.hf_dtype or args.dtype
+    hf = None if args.only == "magnetron" else reference.load_hf(folder, TORCH_DTYPES[hf_dtype])
     prompt = torch.randint(0, min(model.config.vocab_size, 50000), (args.prompt_tokens,)).tolist()
     per_token = bytes_per_token(model, args.prompt_tokens + args.new_tokens // 2)
     bound = bandwidth / per_token

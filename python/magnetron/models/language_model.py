@@ -118,14 +118,14 @@ class LanguageModel:
         tokens = stream_tokens(
             self.net, self._cache, self._cached_ids, ids, sampler, max_tokens, self.eos_token_ids, self.stats
         )
-        with _grad_mode.no_grad():
-            while True:
-                if generation != self._generation:
-                    raise RuntimeError("generate: a newer generation on this model replaced this stream")
+        while True:  # grad mode is thread state: hold it off only while our code runs, not across yields
+            if generation != self._generation:
+                raise RuntimeError("generate: a newer generation on this model replaced this stream")
+            with _grad_mode.no_grad():
                 token = next(tokens, None)
-                if token is None:
-                    return
-                yield token
+            if token is None:
+                return
+            yield token
 
     def chat(
         self, messages: list[dict[str, Any]], enable_thinking: bool | None = None, **options: Any
