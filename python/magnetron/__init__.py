@@ -6,8 +6,11 @@ runtime context (``mag.context``) and, as they land, autograd, ``nn``, ``optim``
 
 from __future__ import annotations
 
-from . import _C
-from . import dtype
+from . import (
+    _C,
+    _ops_reduce,  # noqa: F401  (installs the reduction methods on Tensor)
+    dtype,
+)
 from ._grad_mode import enable_grad, no_grad
 from ._tensor import Tensor
 from .context import context

@@ -1,0 +1,244 @@
+"""Reductions, softmax/log_softmax, topk and cumsum as ``Tensor`` methods (API.md section 5).
+
+Signatures and semantics follow PyTorch. ``dim`` may be ``None`` (every dim), an int or a
+tuple/list of ints (an empty one means every dim, as in torch); the C front ends get the dims as
+a bitmask and validate shapes and dtypes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from . import _C
+from . import dtype as _dt
+from ._tensor import Tensor
+
+_ID: dict[str, int] = {row["name"]: row["id"] for row in _C.op_table()}
+
+Dims = int | Sequence[int] | None
+
+
+class TopK(NamedTuple):
+    """What ``topk`` returns: unpacks as ``values, indices`` (like torch.return_types.topk)."""
+
+    values: Tensor
+    indices: Tensor
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _norm_dim(op: str, x: Tensor, d: object) -> int:
+    if not _is_int(d):
+        raise TypeError(f"{op}: dims must be ints, got {type(d).__name__} ({d!r})")
+    r = max(x.rank, 1)
+    if not -r <= d < r:  # type: ignore[operator]
+        raise IndexError(
+            f"{op}: dim {d} is out of range for a tensor of shape {tuple(x.shape)} (expected in [{-r}, {r - 1}])"
+        )
+    return d % r  # type: ignore[operator]
+
+
+def _dims_mask(op: str, x: Tensor, dim: Dims) -> int:
+    """The reduced dims as a bitmask; -1 for every dim."""
+    if dim is None:
+        return -1
+    dims = (dim,) if not isinstance(dim, (tuple, list)) else tuple(dim)
+    if not dims:
+        return -1
+    mask = 0
+    for d in dims:
+        n = _norm_dim(op, x, d)
+        if mask >> n & 1:
+            raise ValueError(f"{op}: dim {n} appears more than once in {dim!r}")
+        mask |= 1 << n
+    return mask
+
+
+def _check_keepdim(op: str, keepdim: object) -> bool:
+    if not isinstance(keepdim, bool):
+        raise TypeError(f"{op}: keepdim must be a bool, got {type(keepdim).__name__}")
+    return keepdim
+
+
+def _reduce(op: str, x: Tensor, dim: Dims, keepdim: bool, *extra: float) -> Tensor:
+    return _C._op(_ID[op], [x], [_dims_mask(op, x, dim), _check_keepdim(op, keepdim), *extra])
+
+
+def _with_dtype(op: str, x: Tensor, dtype: _dt.DType | None) -> tuple[Tensor, _dt.DType | None]:
+    """torch's ``dtype=``: the input is cast to it first and the result has it."""
+    if dtype is None:
+        return x, None
+    d = _dt.as_dtype(dtype, op)
+    return x.cast(d), d
+
+
+def _as(r: Tensor, d: _dt.DType | None) -> Tensor:
+    return r if d is None else r.cast(d)
+
+
+def _sum(self: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: _dt.DType | None = None) -> Tensor:
+    """Sum over ``dim``; integers and booleans sum to int64 (wrapping), 16-bit floats accumulate in float32."""
+    x, d = _with_dtype("sum", self, dtype)
+    return _as(_reduce("sum", x, dim, keepdim), d)
+
+
+def _mean(self: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: _dt.DType | None = None) -> Tensor:
+    """Mean over ``dim`` (floating point only, as in torch: pass ``dtype=`` for integers); empty -> nan."""
+    x, _ = _with_dtype("mean", self, dtype)
+    return _reduce("mean", x, dim, keepdim)
+
+
+def _prod(self: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: _dt.DType | None = None) -> Tensor:
+    """Product over ``dim``; integers and booleans multiply in int64 (wrapping)."""
+    x, d = _with_dtype("prod", self, dtype)
+    return _as(_reduce("prod", x, dim, keepdim), d)
+
+
+def _min(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    """Smallest value over ``dim`` (the values only; ``argmin`` gives the indices). NaN wins."""
+    return _reduce("min", self, dim, keepdim)
+
+
+def _max(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    """Largest value over ``dim`` (the values only; ``argmax`` gives the indices). NaN wins."""
+    return _reduce("max", self, dim, keepdim)
+
+
+def _argmin(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    """int64 index of the first smallest value; with ``dim=None`` a flat index into the whole tensor."""
+    return _reduce("argmin", self, dim, keepdim)
+
+
+def _argmax(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    """int64 index of the first largest value; with ``dim=None`` a flat index into the whole tensor."""
+    return _reduce("argmax", self, dim, keepdim)
+
+
+def _all(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    """True where every element over ``dim`` is non-zero (boolean result)."""
+    return _reduce("all", self, dim, keepdim)
+
+
+def _any(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    """True where some element over ``dim`` is non-zero (boolean result)."""
+    return _reduce("any", self, dim, keepdim)
+
+
+def _correction(op: str, unbiased: bool | None, correction: float | None) -> float:
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{op}: pass either unbiased or correction, not both")
+    if correction is not None:
+        if isinstance(correction, bool) or not isinstance(correction, (int, float)):
+            raise TypeError(f"{op}: correction must be a number, got {type(correction).__name__}")
+        return correction
+    if unbiased is not None and not isinstance(unbiased, bool):
+        raise TypeError(f"{op}: unbiased must be a bool, got {type(unbiased).__name__}")
+    return 0 if unbiased is False else 1
+
+
+def _var_like(
+    op: str, x: Tensor, dim: Dims | bool, unbiased: bool | None, keepdim: bool, correction: float | None
+) -> Tensor:
+    if isinstance(dim, bool):  # torch's var(unbiased) overload
+        if unbiased is not None:
+            raise TypeError(f"{op}: unbiased given twice")
+        dim, unbiased = None, dim
+    return _reduce(op, x, dim, keepdim, _correction(op, unbiased, correction))
+
+
+def _var(
+    self: Tensor,
+    dim: Dims = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: float | None = None,
+) -> Tensor:
+    """Variance over ``dim``, dividing by ``max(0, n - correction)`` (correction 1 by default; unbiased=False -> 0)."""
+    return _var_like("var", self, dim, unbiased, keepdim, correction)
+
+
+def _std(
+    self: Tensor,
+    dim: Dims = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: float | None = None,
+) -> Tensor:
+    """Standard deviation over ``dim``: the square root of ``var`` with the same arguments."""
+    return _var_like("std", self, dim, unbiased, keepdim, correction)
+
+
+def _logsumexp(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+    """``log(sum(exp(x)))`` over ``dim``, computed stably; integers and booleans give float32."""
+    return _reduce("logsumexp", self, dim, keepdim)
+
+
+def _along(op: str, x: Tensor, dim: int, *extra: object) -> Tensor:
+    if not _is_int(dim):
+        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
+    return _C._op(_ID[op], [x], [dim, *extra])
+
+
+def _softmax(self: Tensor, dim: int = -1, dtype: _dt.DType | None = None) -> Tensor:
+    """``exp(x) / sum(exp(x))`` along ``dim``, stable; 16-bit floats compute in float32."""
+    x, _ = _with_dtype("softmax", self, dtype)
+    return _along("softmax", x, dim)
+
+
+def _log_softmax(self: Tensor, dim: int = -1, dtype: _dt.DType | None = None) -> Tensor:
+    """``x - logsumexp(x)`` along ``dim``, stable; 16-bit floats compute in float32."""
+    x, _ = _with_dtype("log_softmax", self, dtype)
+    return _along("log_softmax", x, dim)
+
+
+def _cumsum(self: Tensor, dim: int, *, dtype: _dt.DType | None = None) -> Tensor:
+    """Running sum along ``dim``; integers and booleans give int64."""
+    x, d = _with_dtype("cumsum", self, dtype)
+    return _as(_along("cumsum", x, dim), d)
+
+
+def _topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> TopK:
+    """The ``k`` largest (``largest=False``: smallest) elements along ``dim`` and their int64 indices.
+
+    NaN counts as larger than every number, as in torch. The result is always sorted (best
+    first; among equal values the lower index first), which ``sorted=False`` also allows.
+    """
+    if not _is_int(k):
+        raise TypeError(f"topk: k must be an int, got {type(k).__name__}")
+    if not _is_int(dim):
+        raise TypeError(f"topk: dim must be an int, got {type(dim).__name__}")
+    shape = list(self.shape)
+    if shape:
+        shape[_norm_dim("topk", self, dim)] = k if k >= 0 else 0  # a bad k is reported by the op
+    indices = Tensor.empty(*shape, dtype=_dt.int64)
+    values = _C._op(_ID["topk"], [self, indices], [k, dim, bool(largest), bool(sorted)])
+    return TopK(values, indices)
+
+
+_METHODS = {
+    "sum": _sum,
+    "mean": _mean,
+    "prod": _prod,
+    "min": _min,
+    "max": _max,
+    "argmin": _argmin,
+    "argmax": _argmax,
+    "all": _all,
+    "any": _any,
+    "var": _var,
+    "std": _std,
+    "logsumexp": _logsumexp,
+    "softmax": _softmax,
+    "log_softmax": _log_softmax,
+    "cumsum": _cumsum,
+    "topk": _topk,
+}
+
+for _name, _fn in _METHODS.items():
+    _fn.__name__ = _fn.__qualname__ = _name
+    setattr(Tensor, _name, _fn)
