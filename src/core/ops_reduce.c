@@ -179,10 +179,10 @@ static mag_dtype_t partial_dtype(mag_op_t op, mag_dtype_t dt) {
 
 /* argmin/argmax over chunks: the first chunk holding the extreme has the first index of it. */
 static mag_status_t combine_arg(mag_op_t op, mag_tensor_t *idx, mag_tensor_t *vals, mag_tensor_t *res) {
-    MAG_TRY(red_pass(op, res, vals, NULL, 2, 1, MAG_RED_POST_NONE, 0));
-    int64_t *r = mag_tensor_data(res), chunks = idx->shape[1];
+    MAG_TRY(red_pass(op, res, vals, NULL, 1, 1, MAG_RED_POST_NONE, 0));
+    int64_t *r = mag_tensor_data(res), n_out = res->numel;
     const int64_t *p = mag_tensor_data(idx);
-    for (int64_t o = 0; o < res->numel; ++o) r[o] = p[o * chunks + r[o]];
+    for (int64_t o = 0; o < n_out; ++o) r[o] = p[r[o] * n_out + o];
     return MAG_OK;
 }
 
@@ -192,13 +192,13 @@ static mag_status_t red_run(mag_op_t op, mag_tensor_t *x, mag_tensor_t *center, 
     int64_t chunks = red_chunks(rs->n_out, rs->n_red);
     if (chunks == 1) return red_pass(op, res, x, center, rs->mask, 1, post, arg);
     bool arg_op = op == MAG_OP_ARGMIN || op == MAG_OP_ARGMAX;
-    int64_t pshape[2] = {rs->n_out, chunks};
+    int64_t pshape[2] = {chunks, rs->n_out};
     mag_tensor_t *part = NULL, *vals = NULL;
     MAG_TRY(mag_tensor_empty(partial_dtype(op, x->dtype), 2, pshape, &part));
     mag_status_t s = arg_op ? mag_tensor_empty(x->dtype, 2, pshape, &vals) : MAG_OK;
     if (s == MAG_OK) s = red_pass(op, part, x, arg_op ? vals : center, rs->mask, chunks, MAG_RED_POST_NONE, 0);
     if (s == MAG_OK)
-        s = arg_op ? combine_arg(op, part, vals, res) : red_pass(combine_op(op), res, part, center, 2, 1, post, arg);
+        s = arg_op ? combine_arg(op, part, vals, res) : red_pass(combine_op(op), res, part, center, 1, 1, post, arg);
     mag_tensor_release(part);
     mag_tensor_release(vals);
     return s;

@@ -15,7 +15,6 @@ typedef struct pool {
     pthread_t *threads;
     uint32_t n_workers;
     uint64_t generation;
-    uint64_t born; /* generation when the workers started: they must not rerun the job before it */
     bool stop;
     mag_kernel_fn fn;
     const mag_kernel_args_t *args;
@@ -30,8 +29,8 @@ static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER; /* one job at a time 
 
 static void *worker_main(void *p) {
     int64_t ti = (int64_t)(intptr_t)p;
+    uint64_t seen = 0;
     pthread_mutex_lock(&pool.mu);
-    uint64_t seen = pool.born;
     for (;;) {
         while (!pool.stop && pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.mu);
         if (pool.stop) break;
@@ -59,6 +58,7 @@ static void pool_stop(void) {
     pool.threads = NULL;
     pool.n_workers = 0;
     pool.stop = false;
+    pool.generation = 0; /* new workers start at seen = 0: they must not take the last job for a new one */
 }
 
 static uint32_t default_threads(void) {
@@ -71,7 +71,6 @@ static uint32_t default_threads(void) {
 }
 
 static mag_status_t pool_start(uint32_t n) {
-    pool.born = pool.generation;
     pool.threads = n > 1 ? calloc(n - 1, sizeof(pthread_t)) : NULL;
     if (n > 1 && !pool.threads) return mag_error(MAG_ERR_MEMORY, "thread pool: out of memory");
     for (uint32_t i = 0; i + 1 < n; ++i) {
