@@ -7,7 +7,7 @@ a bitmask and validate shapes and dtypes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from . import _C
@@ -97,34 +97,25 @@ def _prod(self: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: _dt.D
     return _as(_reduce("prod", x, dim, keepdim), d)
 
 
-def _min(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
-    """Smallest value over ``dim`` (the values only; ``argmin`` gives the indices). NaN wins."""
-    return _reduce("min", self, dim, keepdim)
+def _plain(op: str, doc: str) -> Callable[..., Tensor]:
+    """A reduction whose only arguments are ``dim`` and ``keepdim``."""
+
+    def method(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
+        return _reduce(op, self, dim, keepdim)
+
+    method.__doc__ = doc
+    return method
 
 
-def _max(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
-    """Largest value over ``dim`` (the values only; ``argmax`` gives the indices). NaN wins."""
-    return _reduce("max", self, dim, keepdim)
-
-
-def _argmin(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
-    """int64 index of the first smallest value; with ``dim=None`` a flat index into the whole tensor."""
-    return _reduce("argmin", self, dim, keepdim)
-
-
-def _argmax(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
-    """int64 index of the first largest value; with ``dim=None`` a flat index into the whole tensor."""
-    return _reduce("argmax", self, dim, keepdim)
-
-
-def _all(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
-    """True where every element over ``dim`` is non-zero (boolean result)."""
-    return _reduce("all", self, dim, keepdim)
-
-
-def _any(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
-    """True where some element over ``dim`` is non-zero (boolean result)."""
-    return _reduce("any", self, dim, keepdim)
+_min = _plain("min", "Smallest value over ``dim`` (the values only; ``argmin`` gives the indices). NaN wins.")
+_max = _plain("max", "Largest value over ``dim`` (the values only; ``argmax`` gives the indices). NaN wins.")
+_argmin = _plain("argmin", "int64 index of the first smallest value (flat over the reduced dims; all dims for None).")
+_argmax = _plain("argmax", "int64 index of the first largest value (flat over the reduced dims; all dims for None).")
+_all = _plain("all", "True where every element over ``dim`` is non-zero (boolean result).")
+_any = _plain("any", "True where some element over ``dim`` is non-zero (boolean result).")
+_logsumexp = _plain(
+    "logsumexp", "``log(sum(exp(x)))`` over ``dim``, computed stably; integers and booleans give float32."
+)
 
 
 def _correction(op: str, unbiased: bool | None, correction: float | None) -> float:
@@ -139,43 +130,29 @@ def _correction(op: str, unbiased: bool | None, correction: float | None) -> flo
     return 0 if unbiased is False else 1
 
 
-def _var_like(
-    op: str, x: Tensor, dim: Dims | bool, unbiased: bool | None, keepdim: bool, correction: float | None
-) -> Tensor:
-    if isinstance(dim, bool):  # torch's var(unbiased) overload
-        if unbiased is not None:
-            raise TypeError(f"{op}: unbiased given twice")
-        dim, unbiased = None, dim
-    return _reduce(op, x, dim, keepdim, _correction(op, unbiased, correction))
+def _var_like(op: str, doc: str) -> Callable[..., Tensor]:
+    """var or std: torch's signature, including the ``x.var(unbiased)`` overload."""
+
+    def method(
+        self: Tensor,
+        dim: Dims | bool = None,
+        unbiased: bool | None = None,
+        keepdim: bool = False,
+        *,
+        correction: float | None = None,
+    ) -> Tensor:
+        if isinstance(dim, bool):
+            if unbiased is not None:
+                raise TypeError(f"{op}: unbiased given twice")
+            dim, unbiased = None, dim
+        return _reduce(op, self, dim, keepdim, _correction(op, unbiased, correction))
+
+    method.__doc__ = doc
+    return method
 
 
-def _var(
-    self: Tensor,
-    dim: Dims = None,
-    unbiased: bool | None = None,
-    keepdim: bool = False,
-    *,
-    correction: float | None = None,
-) -> Tensor:
-    """Variance over ``dim``, dividing by ``max(0, n - correction)`` (correction 1 by default; unbiased=False -> 0)."""
-    return _var_like("var", self, dim, unbiased, keepdim, correction)
-
-
-def _std(
-    self: Tensor,
-    dim: Dims = None,
-    unbiased: bool | None = None,
-    keepdim: bool = False,
-    *,
-    correction: float | None = None,
-) -> Tensor:
-    """Standard deviation over ``dim``: the square root of ``var`` with the same arguments."""
-    return _var_like("std", self, dim, unbiased, keepdim, correction)
-
-
-def _logsumexp(self: Tensor, dim: Dims = None, keepdim: bool = False) -> Tensor:
-    """``log(sum(exp(x)))`` over ``dim``, computed stably; integers and booleans give float32."""
-    return _reduce("logsumexp", self, dim, keepdim)
+_var = _var_like("var", "Variance over ``dim``, dividing by ``max(0, n - correction)`` (correction 1 unless given).")
+_std = _var_like("std", "Standard deviation over ``dim``: the square root of ``var`` with the same arguments.")
 
 
 def _along(op: str, x: Tensor, dim: int, *extra: object) -> Tensor:

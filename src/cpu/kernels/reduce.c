@@ -14,8 +14,8 @@
  * level make one of the next): the error grows with the log of the count, like pairwise
  * summation, so 1e8 float32 ones sum to 1e8 exactly.
  */
-#include "common.h"
 #include "../../core/reduce.h"
+#include "lanes.h"
 
 #include <tgmath.h>
 
@@ -156,14 +156,7 @@ static void red_store_float(const red_geom_t *g, int64_t u, double v) {
 
 /* Element j of a tile row: the tile's blocks are xs bytes apart. */
 #define RED_TILE_LOAD(ID, ST, xp, xs, j)                                                                               \
-    ((xs) == (int64_t)sizeof(ST) ? MAG_LD_##ID(((const ST *)(xp))[j]) : mag_red_load_##ID((xp) + (j) * (xs)))
-#define RED_LOAD(ID, ST, CT)                                                                                           \
-    static inline CT mag_red_load_##ID(const uint8_t *p) {                                                             \
-        ST v;                                                                                                          \
-        memcpy(&v, p, sizeof(v));                                                                                      \
-        return MAG_LD_##ID(v);                                                                                         \
-    }
-MAG_ALL_DTYPES(RED_LOAD)
+    ((xs) == (int64_t)sizeof(ST) ? MAG_LD_##ID(((const ST *)(xp))[j]) : mag_lane_load_##ID((xp) + (j) * (xs)))
 
 /*
  * A dense row as compute-type values, up to RED_SUM_BLOCK at a time: 16-bit floats and booleans
