@@ -222,7 +222,8 @@ static mag_status_t lse_center(mag_tensor_t *x, const red_shape_t *rs, mag_tenso
     mag_dtype_t acc = acc_dtype(x->dtype);
     mag_tensor_t *m = NULL, *c = NULL;
     MAG_TRY(mag_tensor_empty(x->dtype, 1, &rs->n_out, &m));
-    mag_status_t s = rs->n_red ? red_run(MAG_OP_MAX, x, NULL, rs, MAG_RED_POST_NONE, 0, m) : mag_tensor_fill(m, mag_scalar_float(0));
+    mag_status_t s = rs->n_red ? red_run(MAG_OP_MAX, x, NULL, rs, MAG_RED_POST_NONE, 0, m)
+                               : mag_tensor_fill(m, mag_scalar_float(0)); /* empty: log(0) + 0 = -inf */
     if (s == MAG_OK && m->dtype != acc) s = mag_tensor_cast(m, acc, &c);
     else if (s == MAG_OK) {
         c = m;

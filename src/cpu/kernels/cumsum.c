@@ -6,7 +6,7 @@
 
 /* A: accumulator type, OID/OT: result dtype and its storage type */
 #define CUMSUM_KERNEL(ID, ST, CT, A, OID, OT)                                                                          \
-    static void row_cumsum_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {        \
+    static void row_cumsum_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {          \
         int64_t dim = mag_scalar_as_int(a->attrs[0]);                                                                  \
         mag_lane_t lo = mag_lane_of(a->out, dim), li = mag_lane_of(a->in[0], dim);                                     \
         for (int64_t r = 0; r < n; ++r) {                                                                              \

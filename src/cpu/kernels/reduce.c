@@ -130,7 +130,8 @@ static void red_visit(const red_geom_t *g, const uint8_t *x, int64_t lo, int64_t
 static double red_center(const red_geom_t *g, int64_t u) {
     const mag_tensor_t *c = g->a->in[1];
     int64_t o = u % g->n_out;
-    return c->dtype == MAG_DTYPE_FLOAT64 ? ((const double *)mag_tensor_data(c))[o] : ((const float *)mag_tensor_data(c))[o];
+    const void *v = mag_tensor_data(c);
+    return c->dtype == MAG_DTYPE_FLOAT64 ? ((const double *)v)[o] : ((const float *)v)[o];
 }
 
 /* A float result: finished by the plan's step when no chunks are pending, stored in out's dtype. */
@@ -163,8 +164,8 @@ static void red_store_float(const red_geom_t *g, int64_t u, double v) {
  * are converted into buf first (a simple loop that vectorises), the others are read in place.
  */
 #define RED_WIDEN(ID, ST, CT)                                                                                          \
-    static inline const CT *red_dense_##ID(const uint8_t *xp, int64_t m, CT *buf) {                                   \
-        if (sizeof(ST) == sizeof(CT) && MAG_DTYPE_##ID != MAG_DTYPE_BOOLEAN) return (const CT *)(const void *)xp;    \
+    static inline const CT *red_dense_##ID(const uint8_t *xp, int64_t m, CT *buf) {                                    \
+        if (sizeof(ST) == sizeof(CT) && MAG_DTYPE_##ID != MAG_DTYPE_BOOLEAN) return (const CT *)(const void *)xp;      \
         for (int64_t k = 0; k < m; ++k) buf[k] = MAG_LD_##ID(((const ST *)(const void *)xp)[k]);                       \
         return buf;                                                                                                    \
     }
@@ -208,7 +209,7 @@ RED_SUM_STATE(double)
 /* A: accumulator type; expr: the summand, of x (as A) and c (the output's center) */
 #define RED_SUM_KERNEL(name, ID, ST, A, expr) RED_SUM_KERNEL_(name, ID, ST, A, expr) /* expands A first */
 #define RED_SUM_KERNEL_(name, ID, ST, A, expr)                                                                         \
-    static void row_red_##name##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {  \
+    static void row_red_##name##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {    \
         red_sum_##A##_t *st = (red_sum_##A##_t *)(uintptr_t)a;                                                         \
         const uint8_t *xp = p[0];                                                                                      \
         if (st->ncols == 1 && s[0] == (int64_t)sizeof(ST)) { /* one dense row: 8 lanes */                              \
@@ -218,7 +219,7 @@ RED_SUM_STATE(double)
                 int64_t m = RED_SUM_BLOCK - st->blk_n, i = 0;                                                          \
                 m = m < n ? m : n;                                                                                     \
                 A buf[RED_SUM_BLOCK], l[8] = {0};                                                                      \
-                const A *v = red_dense_##ID(xp, m, buf);                                                         \
+                const A *v = red_dense_##ID(xp, m, buf);                                                               \
                 for (; i + 8 <= m; i += 8)                                                                             \
                     for (int j = 0; j < 8; ++j) {                                                                      \
                         A x = v[i + j];                                                                                \
@@ -228,7 +229,7 @@ RED_SUM_STATE(double)
                     A x = v[i];                                                                                        \
                     l[i & 7] += (expr);                                                                                \
                 }                                                                                                      \
-                st->blk[0] += ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));                        \
+                st->blk[0] += ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));                       \
                 st->blk_n += m;                                                                                        \
                 xp += m * s[0];                                                                                        \
                 n -= m;                                                                                                \
@@ -247,7 +248,7 @@ RED_SUM_STATE(double)
             if (++st->blk_n == RED_TILE_BLOCK) red_sum_##A##_carry(st);                                                \
         }                                                                                                              \
     }                                                                                                                  \
-    static void tile_red_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n,       \
+    static void tile_red_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n,        \
                                        int64_t lo, int64_t hi) {                                                       \
         red_sum_##A##_t st = {.a = *g->a, .xs = xs, .ncols = n};                                                       \
         for (int64_t j = 0; j < n && g->a->n_in > 1; ++j) st.c[j] = (A)red_center(g, u + j);                           \
@@ -278,8 +279,8 @@ MAG_FLOAT_DTYPES(RED_EXPSUM)
         int64_t xs, ncols;                                                                                             \
         A acc[RED_COLS];                                                                                               \
     } red_##name##_##ID##_t;                                                                                           \
-    static void row_red_##name##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {  \
-        red_##name##_##ID##_t *st = (red_##name##_##ID##_t *)(uintptr_t)a;                                            \
+    static void row_red_##name##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {    \
+        red_##name##_##ID##_t *st = (red_##name##_##ID##_t *)(uintptr_t)a;                                             \
         A *restrict acc = st->acc;                                                                                     \
         const uint8_t *xp = p[0];                                                                                      \
         for (int64_t i = 0; i < n; ++i, xp += s[0])                                                                    \
@@ -288,7 +289,7 @@ MAG_FLOAT_DTYPES(RED_EXPSUM)
                 acc[j] = (op);                                                                                         \
             }                                                                                                          \
     }                                                                                                                  \
-    static void tile_red_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n,       \
+    static void tile_red_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n,        \
                                        int64_t lo, int64_t hi) {                                                       \
         red_##name##_##ID##_t st = {.a = *g->a, .xs = xs, .ncols = n};                                                 \
         for (int64_t j = 0; j < n; ++j) st.acc[j] = (init);                                                            \
@@ -332,10 +333,10 @@ RED_LIMITS(RED_START_FNS)
         CT best[RED_COLS];                                                                                             \
         int64_t best_pos[RED_COLS];                                                                                    \
     } red_##name##_##ID##_t;                                                                                           \
-    static void row_red_##name##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {  \
-        red_##name##_##ID##_t *st = (red_##name##_##ID##_t *)(uintptr_t)a;                                            \
+    static void row_red_##name##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {    \
+        red_##name##_##ID##_t *st = (red_##name##_##ID##_t *)(uintptr_t)a;                                             \
         const uint8_t *xp = p[0];                                                                                      \
-        if (!(keep_pos) && st->ncols == 1 && s[0] == (int64_t)sizeof(ST)) { /* one dense row: 8 chains */          \
+        if (!(keep_pos) && st->ncols == 1 && s[0] == (int64_t)sizeof(ST)) { /* one dense row: 8 chains */              \
             for (int64_t done = 0; done < n;) {                                                                        \
                 int64_t m = n - done < RED_SUM_BLOCK ? n - done : RED_SUM_BLOCK, i = 0;                                \
                 CT buf[RED_SUM_BLOCK], l[8];                                                                           \
@@ -360,7 +361,7 @@ RED_LIMITS(RED_START_FNS)
             }                                                                                                          \
         st->pos += n;                                                                                                  \
     }                                                                                                                  \
-    static void tile_red_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n,       \
+    static void tile_red_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n,        \
                                        int64_t lo, int64_t hi) {                                                       \
         red_##name##_##ID##_t st = {.a = *g->a, .xs = xs, .ncols = n, .pos = lo};                                      \
         for (int64_t j = 0; j < n; ++j) {                                                                              \
@@ -399,14 +400,14 @@ MAG_NUMERIC_DTYPES(RED_ARGS)
         int64_t xs, ncols;                                                                                             \
         bool decided[RED_COLS];                                                                                        \
     } red_##name##_##ID##_t;                                                                                           \
-    static void row_red_##name##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {  \
-        red_##name##_##ID##_t *st = (red_##name##_##ID##_t *)(uintptr_t)a;                                            \
+    static void row_red_##name##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {    \
+        red_##name##_##ID##_t *st = (red_##name##_##ID##_t *)(uintptr_t)a;                                             \
         const uint8_t *xp = p[0];                                                                                      \
         for (int64_t i = 0; i < n && !(st->ncols == 1 && st->decided[0]); ++i, xp += s[0])                             \
             for (int64_t j = 0; j < st->ncols; ++j)                                                                    \
                 st->decided[j] |= (RED_TILE_LOAD(ID, ST, xp, st->xs, j) != 0) == (decisive);                           \
     }                                                                                                                  \
-    static void tile_red_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n,       \
+    static void tile_red_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n,        \
                                        int64_t lo, int64_t hi) {                                                       \
         red_##name##_##ID##_t st = {.a = *g->a, .xs = xs, .ncols = n};                                                 \
         red_visit(g, x, lo, hi, row_red_##name##_##ID, &st.a);                                                         \
@@ -422,7 +423,7 @@ MAG_ALL_DTYPES(RED_ALL_ANY)
 /* ---- registration ---- */
 #define RED_REG(OP, name, ID) t[MAG_OP_##OP][MAG_DTYPE_##ID] = k_red_##name##_##ID;
 #define RED_REG_FLOAT(ID, ST, CT)                                                                                      \
-    RED_REG(SUM, fsum, ID) RED_REG(MEAN, fsum, ID) RED_REG(VAR, sqdev, ID) RED_REG(STD, sqdev, ID)                    \
+    RED_REG(SUM, fsum, ID) RED_REG(MEAN, fsum, ID) RED_REG(VAR, sqdev, ID) RED_REG(STD, sqdev, ID)                     \
     RED_REG(LOGSUMEXP, expsum, ID) RED_REG(PROD, fprod, ID)
 #define RED_REG_INTEGRAL(ID, ST, CT) RED_REG(SUM, isum, ID) RED_REG(PROD, iprod, ID)
 #define RED_REG_EXTREME(ID, ST, CT)                                                                                    \

@@ -39,7 +39,7 @@
                 MAG_LANE_PUT(ID, ST, out, log_form ? d - scale[j] : (keep ? d : exp(d)) * scale[j]);                   \
             }                                                                                                          \
     }                                                                                                                  \
-    static void row_softmax_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {       \
+    static void row_softmax_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {         \
         int64_t dim = mag_scalar_as_int(a->attrs[0]);                                                                  \
         mag_lane_t lo = mag_lane_of(a->out, dim), li = mag_lane_of(a->in[0], dim);                                     \
         const int64_t es = (int64_t)sizeof(ST);                                                                        \

@@ -41,7 +41,7 @@
         mag_kernel_args_t a;                                                                                           \
         topk_pair_##ID##_t *heap;                                                                                      \
     } topk_state_##ID##_t;                                                                                             \
-    static void row_topk_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {          \
+    static void row_topk_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {            \
         topk_pair_##ID##_t *h = ((const topk_state_##ID##_t *)(uintptr_t)a)->heap;                                     \
         int64_t dim = mag_scalar_as_int(a->attrs[1]);                                                                  \
         bool largest = mag_scalar_as_int(a->attrs[2]) != 0;                                                            \
