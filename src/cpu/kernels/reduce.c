@@ -73,8 +73,8 @@ static void red_geom_init(red_geom_t *g, const mag_kernel_args_t *a, bool keep_o
 }
 
 /*
- * Reduce the elements [lo, hi) of the blocks of the n consecutive units u, u + 1, ..., whose
- * blocks start at x, x + xs, ... (n > 1 only for whole blocks).
+ * Reduce the elements [lo, hi) (one chunk) of the reduced blocks of the n consecutive units
+ * u, u + 1, ... (outputs of one chunk), whose blocks start at x, x + xs, ...
  */
 typedef void (*red_tile_fn)(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n, int64_t lo,
                             int64_t hi);
