@@ -265,7 +265,7 @@ mag_status_t mag_front_reduce(mag_op_t op, mag_tensor_t *const *in, int64_t n_in
     if (!isfinite(correction))
         return mag_error(MAG_ERR_VALUE, "%s: correction must be finite, got %g", name, correction);
     bool has_identity = op != MAG_OP_MIN && op != MAG_OP_MAX && op != MAG_OP_ARGMIN && op != MAG_OP_ARGMAX;
-    if (!has_identity && rs.n_red == 0 && rs.n_out > 0)
+    if (!has_identity && rs.n_red == 0) /* even when there are no outputs, as torch */
         return mag_error(MAG_ERR_INDEX, "%s: cannot reduce over dims %s of the empty tensor of shape %s (%s has no "
                          "identity); reduce over non-empty dims",
                          name, dims_str((char[MAG_MAX_RANK * 4 + 4]){0}, rs.mask), MAG_SHAPE(x), name);
