@@ -9,7 +9,10 @@ from __future__ import annotations
 from . import (
     _C,
     _ops_reduce,  # noqa: F401  (installs the reduction methods on Tensor)
+    _ops_struct,  # noqa: F401  (installs its Tensor methods)
     dtype,
+    nn,
+    optim,
 )
 from ._grad_mode import enable_grad, no_grad
 from ._tensor import Tensor
@@ -29,6 +32,7 @@ from .dtype import (
     uint32,
     uint64,
 )
+from .io import Snapshot, load, save
 
 __version__ = "0.1.0"
 FormatError = _C.FormatError
@@ -39,7 +43,12 @@ __all__ = [
     "no_grad",
     "enable_grad",
     "context",
+    "nn",
+    "optim",
     "FormatError",
+    "save",
+    "load",
+    "Snapshot",
     "float32",
     "float16",
     "bfloat16",

@@ -20,6 +20,19 @@
 #define MAG_ALL_DTYPES(X) MAG_NUMERIC_DTYPES(X) MAG_BOOL_DTYPES(X)
 
 /*
+ * The same lists carrying one extra argument through: X(arg, ID, storage type, compute type).
+ * They let an op list fan each of its lines out over a dtype set (see kernels/ew.h).
+ */
+#define MAG_FLOAT_DTYPES_A(X, a) X(a, FLOAT32, float, float) X(a, FLOAT16, uint16_t, float) X(a, BFLOAT16, uint16_t, float) X(a, FLOAT64, double, double)
+#define MAG_SINT_DTYPES_A(X, a) X(a, INT8, int8_t, int8_t) X(a, INT16, int16_t, int16_t) X(a, INT32, int32_t, int32_t) X(a, INT64, int64_t, int64_t)
+#define MAG_UINT_DTYPES_A(X, a) X(a, UINT8, uint8_t, uint8_t) X(a, UINT16, uint16_t, uint16_t) X(a, UINT32, uint32_t, uint32_t) X(a, UINT64, uint64_t, uint64_t)
+#define MAG_BOOL_DTYPES_A(X, a) X(a, BOOLEAN, uint8_t, bool)
+#define MAG_INT_DTYPES_A(X, a) MAG_SINT_DTYPES_A(X, a) MAG_UINT_DTYPES_A(X, a)
+#define MAG_INTEGRAL_DTYPES_A(X, a) MAG_INT_DTYPES_A(X, a) MAG_BOOL_DTYPES_A(X, a)
+#define MAG_NUMERIC_DTYPES_A(X, a) MAG_FLOAT_DTYPES_A(X, a) MAG_INT_DTYPES_A(X, a)
+#define MAG_ALL_DTYPES_A(X, a) MAG_NUMERIC_DTYPES_A(X, a) MAG_BOOL_DTYPES_A(X, a)
+
+/*
  * 16-bit float loads, inline and branch-free (selects by masks) so that loops over them vectorise;
  * the results are those of mag_f16_to_f32 / mag_bf16_to_f32 (the tests compare all 65536 inputs).
  */
@@ -58,16 +71,26 @@ static inline float mag_ld_bf16(uint16_t h) {
 #define MAG_LD_UINT64(v) (v)
 
 /*
- * Float -> integer follows PyTorch on x86: truncate toward zero; NaN and values outside the
- * int32/int64 range give the "integer indefinite" INT_MIN; narrower types wrap from int32,
- * uint32 wraps from int64. C leaves out-of-range conversions undefined, so spell it out.
+ * Float -> integer: truncate toward zero; NaN and values outside the range give PyTorch's
+ * results on x86 (which NumPy shares), spelled out because C leaves them undefined:
+ *   int64:         out of range or NaN -> INT64_MIN ("integer indefinite");
+ *   int32:         out of range or NaN -> INT32_MIN;
+ *   int8, int16, uint16: the int32 result, wrapped to the width (so NaN, +-inf -> 0);
+ *   uint8:         the int64 result, wrapped (PyTorch goes through int64 for uint8);
+ *   uint32/uint64: below 2^(n-1) the signed n-bit result (so -1.0 -> 2^n - 1, NaN -> 2^(n-1)),
+ *                  from 2^(n-1) on the signed result of x - 2^(n-1), plus 2^(n-1)
+ *                  (so 2^n, +inf -> 0): the compilers' unsigned conversion sequence.
  */
 static inline int64_t mag_f2i64(double x) {
     return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? (int64_t)x : INT64_MIN;
 }
 static inline int32_t mag_f2i32(double x) { return (x > -2147483649.0 && x < 2147483648.0) ? (int32_t)x : INT32_MIN; }
+static inline uint32_t mag_f2u32(double x) {
+    return x >= 2147483648.0 ? (uint32_t)mag_f2i32(x - 2147483648.0) + 0x80000000u : (uint32_t)mag_f2i32(x);
+}
 static inline uint64_t mag_f2u64(double x) {
-    return (x >= 9223372036854775808.0 && x < 18446744073709551616.0) ? (uint64_t)x : (uint64_t)mag_f2i64(x);
+    return x >= 9223372036854775808.0 ? (uint64_t)mag_f2i64(x - 9223372036854775808.0) + 0x8000000000000000u
+                                      : (uint64_t)mag_f2i64(x);
 }
 #define MAG_F2INT(D, v) _Generic((v), float: D(v), double: D(v), default: (v))
 
@@ -81,9 +104,9 @@ static inline uint64_t mag_f2u64(double x) {
 #define MAG_ST_INT16(v) ((int16_t)MAG_F2INT(mag_f2i32, v))
 #define MAG_ST_INT32(v) ((int32_t)MAG_F2INT(mag_f2i32, v))
 #define MAG_ST_INT64(v) ((int64_t)MAG_F2INT(mag_f2i64, v))
-#define MAG_ST_UINT8(v) ((uint8_t)MAG_F2INT(mag_f2i32, v))
+#define MAG_ST_UINT8(v) ((uint8_t)MAG_F2INT(mag_f2i64, v))
 #define MAG_ST_UINT16(v) ((uint16_t)MAG_F2INT(mag_f2i32, v))
-#define MAG_ST_UINT32(v) ((uint32_t)MAG_F2INT(mag_f2i64, v))
+#define MAG_ST_UINT32(v) ((uint32_t)MAG_F2INT(mag_f2u32, v))
 #define MAG_ST_UINT64(v) ((uint64_t)MAG_F2INT(mag_f2u64, v))
 
 /* A scalar attribute as a compute-type value. */

@@ -1,0 +1,264 @@
+"""``nn.functional``: neural-network functions composed from tensor ops (PyTorch's names and semantics).
+
+Everything here is written with differentiable core ops, so gradients come for free.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from .. import dtype as _dt
+from .._tensor import Tensor
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weight.T + bias; weight has PyTorch's (out_features, in_features) layout."""
+    y = x @ weight.T
+    return y + bias if bias is not None else y
+
+
+def embedding(ids: Tensor, weight: Tensor) -> Tensor:
+    """Rows of ``weight`` at integer ``ids`` (any shape): result shape ids.shape + (dim,)."""
+    if ids.dtype.is_floating_point or ids.dtype == _dt.boolean:
+        raise TypeError(f"embedding: ids must be an integer tensor, got {ids.dtype}")
+    return weight[ids]
+
+
+def _norm_dims(x: Tensor, normalized_shape: int | Sequence[int], what: str) -> tuple[int, ...]:
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(x.shape[x.rank - len(shape) :]) != shape:
+        raise ValueError(f"{what}: normalized_shape {shape} does not match the trailing dims of input shape {x.shape}")
+    return tuple(range(x.rank - len(shape), x.rank))
+
+
+def layer_norm(
+    x: Tensor,
+    normalized_shape: int | Sequence[int],
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    dims = _norm_dims(x, normalized_shape, "layer_norm")
+    mean = x.mean(dim=dims, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(dim=dims, keepdim=True)
+    y = centered * (var + eps).rsqrt()
+    if weight is not None:
+        y = y * weight
+    return y + bias if bias is not None else y
+
+
+def rms_norm(
+    x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None, eps: float | None = None
+) -> Tensor:
+    dims = _norm_dims(x, normalized_shape, "rms_norm")
+    eps = 1e-6 if eps is None else eps
+    y = x * ((x * x).mean(dim=dims, keepdim=True) + eps).rsqrt()
+    return y * weight if weight is not None else y
+
+
+def softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return x.softmax(dim)
+
+
+def log_softmax(x: Tensor, dim: int = -1) -> Tensor:
+    return x.log_softmax(dim)
+
+
+def relu(x: Tensor) -> Tensor:
+    return x.relu()
+
+
+def silu(x: Tensor) -> Tensor:
+    return x.silu()
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    return x.sigmoid()
+
+
+def tanh(x: Tensor) -> Tensor:
+    return x.tanh()
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    if approximate == "none":
+        return x.gelu()
+    if approximate == "tanh":
+        return x.gelu_approx()
+    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def hardsigmoid(x: Tensor) -> Tensor:
+    return x.hard_sigmoid()
+
+
+def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
+    """Zero elements with probability p and scale the rest by 1/(1-p) (identity when not training)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0.0
+    keep = Tensor.bernoulli(x.shape, p=1.0 - p, dtype=x.dtype)
+    return x * keep * (1.0 / (1.0 - p))
+
+
+def _reduce(loss: Tensor, reduction: str, what: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{what}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    diff = input - target
+    return _reduce(diff * diff, reduction, "mse_loss")
+
+
+def cross_entropy(
+    input: Tensor,
+    target: Tensor,
+    ignore_index: int = -100,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    """Cross entropy of logits ``input`` (N, C, ...) or (C,) against class indices or class probabilities."""
+    class_dim = 0 if input.rank == 1 else 1
+    logp = input.log_softmax(class_dim)
+    n_classes = input.shape[class_dim]
+    if target.dtype.is_floating_point:  # probabilities, same shape as input
+        if target.shape != input.shape:
+            raise ValueError(
+                f"cross_entropy: probability targets must have the input's shape {input.shape}, got {target.shape}"
+            )
+        if label_smoothing:
+            target = target * (1.0 - label_smoothing) + label_smoothing / n_classes
+        return _reduce(-(logp * target).sum(dim=class_dim), reduction, "cross_entropy")
+    expected = input.shape[:class_dim] + input.shape[class_dim + 1 :]
+    if target.shape != expected:
+        raise ValueError(f"cross_entropy: class-index targets must have shape {expected}, got {target.shape}")
+    valid = target != ignore_index
+    safe = Tensor.where(valid, target, 0).cast(_dt.int64)
+    picked = logp.gather(class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim)
+    loss = -picked
+    if label_smoothing:
+        loss = loss * (1.0 - label_smoothing) - logp.mean(dim=class_dim) * label_smoothing
+    loss = Tensor.where(valid, loss, 0.0)
+    if reduction == "mean":
+        return loss.sum() / valid.sum().cast(input.dtype)
+    return _reduce(loss, reduction, "cross_entropy")
+
+
+def nll_loss(input: Tensor, target: Tensor, ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+    class_dim = 0 if input.rank == 1 else 1
+    valid = target != ignore_index
+    safe = Tensor.where(valid, target, 0).cast(_dt.int64)
+    loss = Tensor.where(valid, -input.gather(class_dim, safe.unsqueeze(class_dim)).squeeze(class_dim), 0.0)
+    if reduction == "mean":
+        return loss.sum() / valid.sum().cast(input.dtype)
+    return _reduce(loss, reduction, "nll_loss")
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Like PyTorch, log terms are clamped at -100 so p = 0 or 1 stays finite."""
+    log_p = input.log().clamp(min=-100.0)
+    log_1mp = (1.0 - input).log().clamp(min=-100.0)
+    return _reduce(-(target * log_p + (1.0 - target) * log_1mp), reduction, "binary_cross_entropy")
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Stable form: max(x, 0) - x * y + log(1 + exp(-|x|))."""
+    loss = input.relu() - input * target + (-input.abs()).exp().log1p()
+    return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def scaled_dot_product_attention(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    attn_mask: Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> Tensor:
+    """softmax(q @ k^T * scale + mask) @ v over (..., heads, L, E) inputs.
+
+    Grouped-query attention: q may have a multiple of k/v's heads; each group of q heads shares
+    one k/v head through a broadcast batch dim, so k and v are never copied. ``is_causal`` masks
+    with PyTorch's top-left aligned lower triangle; a boolean ``attn_mask`` marks allowed positions,
+    a float mask is added to the scores.
+    """
+    if q.rank < 2 or k.rank != q.rank or v.rank != q.rank:
+        raise ValueError(
+            f"scaled_dot_product_attention: q, k, v must have equal rank >= 2, got {q.shape}, {k.shape}, {v.shape}"
+        )
+    L, E = q.shape[-2], q.shape[-1]
+    S = k.shape[-2]
+    scale = 1.0 / math.sqrt(E) if scale is None else scale
+    grouped = q.rank >= 3 and q.shape[-3] != k.shape[-3]
+    if grouped:
+        hq, hk = q.shape[-3], k.shape[-3]
+        if hq % hk:
+            raise ValueError(
+                f"scaled_dot_product_attention: {hq} query heads are not a multiple of {hk} key/value heads"
+            )
+        batch = q.shape[:-3]
+        q = q.reshape(*batch, hk, hq // hk, L, E)
+        k, v = k.unsqueeze(-3), v.unsqueeze(-3)
+    scores = (q @ k.transpose(-2, -1)) * scale
+    if is_causal:
+        allowed = Tensor.ones(L, S, dtype=_dt.boolean).tril()
+        scores = scores.masked_fill(allowed.logical_not(), float("-inf"))
+    if attn_mask is not None:
+        if grouped and attn_mask.rank >= 3:
+            attn_mask = (
+                attn_mask.unsqueeze(-3)
+                if attn_mask.shape[-3] == 1
+                else attn_mask.reshape(*attn_mask.shape[:-3], k.shape[-4], -1, L, S)
+            )
+        if attn_mask.dtype == _dt.boolean:
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attn_mask
+    out = scores.softmax(-1) @ v
+    if grouped:
+        out = out.reshape(*out.shape[:-4], -1, L, v.shape[-1])
+    return out
+
+
+def rope_frequencies(
+    positions: int | Tensor, dim: int, theta: float = 10000.0, offset: int = 0
+) -> tuple[Tensor, Tensor]:
+    """cos and sin tables of shape (T, dim // 2) for rotary embeddings at ``positions``
+    (a count T, starting at ``offset``, or an explicit tensor of positions)."""
+    if dim % 2:
+        raise ValueError(f"rope_frequencies: dim must be even, got {dim}")
+    pos = (
+        Tensor.arange(offset, offset + positions, dtype=_dt.float32)
+        if isinstance(positions, int)
+        else positions.cast(_dt.float32)
+    )
+    inv_freq = Tensor([theta ** (-2.0 * i / dim) for i in range(dim // 2)])
+    angles = pos.unsqueeze(-1) * inv_freq
+    return angles.cos(), angles.sin()
+
+
+def rope(x: Tensor, cos: Tensor, sin: Tensor, interleaved: bool = False) -> Tensor:
+    """Rotate pairs of features of x (..., T, D) by the angles in cos/sin (T, D // 2).
+
+    "Rotate half" pairs feature i with i + D/2 (Llama/Qwen/GPT-NeoX); interleaved pairs 2i with 2i + 1 (GPT-J).
+    """
+    d = x.shape[-1]
+    if cos.shape[-1] * 2 != d:
+        raise ValueError(f"rope: cos/sin have {cos.shape[-1]} frequencies, x has {d} features")
+    if interleaved:
+        pairs = x.unflatten(-1, (d // 2, 2))
+        x1, x2 = pairs.select(-1, 0), pairs.select(-1, 1)
+        return Tensor.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
+    return Tensor.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
