@@ -7,6 +7,7 @@ a bitmask and validate shapes and dtypes.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -26,19 +27,24 @@ class TopK(NamedTuple):
     indices: Tensor
 
 
-def _is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+def _int(op: str, what: str, v: object) -> int:
+    """v as an int: Python and NumPy integers (anything with __index__), not bools."""
+    if not isinstance(v, bool):
+        try:
+            return operator.index(v)  # type: ignore[arg-type]
+        except TypeError:
+            pass
+    raise TypeError(f"{op}: {what} must be an int, got {type(v).__name__} ({v!r})")
 
 
 def _norm_dim(op: str, x: Tensor, d: object) -> int:
-    if not _is_int(d):
-        raise TypeError(f"{op}: dims must be ints, got {type(d).__name__} ({d!r})")
+    n = _int(op, "dim", d)
     r = max(x.rank, 1)
-    if not -r <= d < r:  # type: ignore[operator]
+    if not -r <= n < r:
         raise IndexError(
-            f"{op}: dim {d} is out of range for a tensor of shape {tuple(x.shape)} (expected in [{-r}, {r - 1}])"
+            f"{op}: dim {n} is out of range for a tensor of shape {tuple(x.shape)} (expected in [{-r}, {r - 1}])"
         )
-    return d % r  # type: ignore[operator]
+    return n % r
 
 
 def _dims_mask(op: str, x: Tensor, dim: Dims) -> int:
@@ -156,9 +162,7 @@ _std = _var_like("std", "Standard deviation over ``dim``: the square root of ``v
 
 
 def _along(op: str, x: Tensor, dim: int, *extra: object) -> Tensor:
-    if not _is_int(dim):
-        raise TypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
-    return _C._op(_ID[op], [x], [dim, *extra])
+    return _C._op(_ID[op], [x], [_int(op, "dim", dim), *extra])
 
 
 def _softmax(self: Tensor, dim: int = -1, dtype: _dt.DType | None = None) -> Tensor:
@@ -185,10 +189,7 @@ def _topk(self: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     NaN counts as larger than every number, as in torch. The result is always sorted (best
     first; among equal values the lower index first), which ``sorted=False`` also allows.
     """
-    if not _is_int(k):
-        raise TypeError(f"topk: k must be an int, got {type(k).__name__}")
-    if not _is_int(dim):
-        raise TypeError(f"topk: dim must be an int, got {type(dim).__name__}")
+    k, dim = _int("topk", "k", k), _int("topk", "dim", dim)
     shape = list(self.shape)
     if shape:
         shape[_norm_dim("topk", self, dim)] = k if k >= 0 else 0  # a bad k is reported by the op
