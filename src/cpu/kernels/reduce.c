@@ -403,6 +403,16 @@ MAG_NUMERIC_DTYPES(RED_ARGS)
     static void row_red_##name##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {    \
         red_##name##_##ID##_t *st = (red_##name##_##ID##_t *)(uintptr_t)a;                                             \
         const uint8_t *xp = p[0];                                                                                      \
+        if (st->ncols == 1 && s[0] == (int64_t)sizeof(ST)) { /* one dense row: blocks, stop at a decisive one */       \
+            const ST *v = (const ST *)(const void *)xp;                                                                \
+            for (int64_t i = 0; i < n && !st->decided[0]; i += RED_SUM_BLOCK) {                                        \
+                int64_t m = n - i < RED_SUM_BLOCK ? n - i : RED_SUM_BLOCK;                                             \
+                bool hit = false;                                                                                      \
+                for (int64_t k = 0; k < m; ++k) hit |= (MAG_LD_##ID(v[i + k]) != 0) == (decisive);                     \
+                st->decided[0] = hit;                                                                                  \
+            }                                                                                                          \
+            return;                                                                                                    \
+        }                                                                                                              \
         for (int64_t i = 0; i < n && !(st->ncols == 1 && st->decided[0]); ++i, xp += s[0])                             \
             for (int64_t j = 0; j < st->ncols; ++j)                                                                    \
                 st->decided[j] |= (RED_TILE_LOAD(ID, ST, xp, st->xs, j) != 0) == (decisive);                           \
