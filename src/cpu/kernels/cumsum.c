@@ -14,7 +14,7 @@
             const uint8_t *x = p[1] + r * s[1];                                                                        \
             A acc = 0;                                                                                                 \
             for (int64_t i = 0; i < li.len; ++i) {                                                                     \
-                acc += (A)mag_lane_load_##ID(x + i * li.stride);                                                       \
+                acc += (A)mag_ew_load_##ID(x + i * li.stride);                                                       \
                 MAG_LANE_PUT(OID, OT, o + i * lo.stride, acc);                                                         \
             }                                                                                                          \
         }                                                                                                              \

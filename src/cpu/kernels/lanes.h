@@ -6,7 +6,7 @@
 #ifndef MAG_CPU_KERNELS_LANES_H
 #define MAG_CPU_KERNELS_LANES_H
 
-#include "common.h"
+#include "ew.h"
 
 typedef struct mag_lane {
     int64_t len, stride; /* elements along dim, bytes between them */
@@ -50,15 +50,7 @@ static inline void mag_run_lanes(const mag_kernel_args_t *a, int64_t ti, int64_t
     mag_iter_run(&it, b, e, row, st);
 }
 
-/* Element access at byte addresses (lanes are strided): load into the compute type, store any value. */
-#define MAG_LANE_LOAD(ID, ST, CT)                                                                                      \
-    static inline CT mag_lane_load_##ID(const uint8_t *p) {                                                            \
-        ST v;                                                                                                          \
-        memcpy(&v, p, sizeof(v));                                                                                      \
-        return MAG_LD_##ID(v);                                                                                         \
-    }
-MAG_ALL_DTYPES(MAG_LANE_LOAD)
-#undef MAG_LANE_LOAD
+/* Element access at byte addresses (lanes are strided): loads are ew.h's mag_ew_load_<ID>; stores: */
 #define MAG_LANE_PUT(ID, ST, p, v)                                                                                     \
     do {                                                                                                               \
         ST put_ = MAG_ST_##ID(v);                                                                                      \

@@ -157,7 +157,7 @@ static void red_store_float(const red_geom_t *g, int64_t u, double v) {
 
 /* Element j of a tile row: the tile's blocks are xs bytes apart. */
 #define RED_TILE_LOAD(ID, ST, xp, xs, j)                                                                               \
-    ((xs) == (int64_t)sizeof(ST) ? MAG_LD_##ID(((const ST *)(xp))[j]) : mag_lane_load_##ID((xp) + (j) * (xs)))
+    ((xs) == (int64_t)sizeof(ST) ? MAG_LD_##ID(((const ST *)(xp))[j]) : mag_ew_load_##ID((xp) + (j) * (xs)))
 
 /*
  * A dense row as compute-type values, up to RED_SUM_BLOCK at a time: 16-bit floats and booleans

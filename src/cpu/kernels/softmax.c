@@ -20,14 +20,14 @@
         for (int64_t j = 0; j < w; ++j) m[j] = -INFINITY, sum[j] = 0;                                                  \
         for (int64_t i = 0; i < li.len; ++i)                                                                           \
             for (int64_t j = 0; j < w; ++j) {                                                                          \
-                CT v = mag_lane_load_##ID(x + i * li.stride + j * es);                                                 \
+                CT v = mag_ew_load_##ID(x + i * li.stride + j * es);                                                 \
                 m[j] = v > m[j] ? v : m[j];                                                                            \
             }                                                                                                          \
         /* float32/float64 softmax keeps exp(x - m) in out for the last pass: one exp per element */                   \
         bool keep = !log_form && sizeof(ST) == sizeof(CT);                                                             \
         for (int64_t i = 0; i < li.len; ++i)                                                                           \
             for (int64_t j = 0; j < w; ++j) {                                                                          \
-                CT e = exp(mag_lane_load_##ID(x + i * li.stride + j * es) - m[j]);                                     \
+                CT e = exp(mag_ew_load_##ID(x + i * li.stride + j * es) - m[j]);                                     \
                 sum[j] += e;                                                                                           \
                 if (keep) MAG_LANE_PUT(ID, ST, o + i * lo.stride + j * es, e);                                         \
             }                                                                                                          \
@@ -35,7 +35,7 @@
         for (int64_t i = 0; i < li.len; ++i)                                                                           \
             for (int64_t j = 0; j < w; ++j) {                                                                          \
                 uint8_t *out = o + i * lo.stride + j * es;                                                             \
-                CT d = keep ? mag_lane_load_##ID(out) : mag_lane_load_##ID(x + i * li.stride + j * es) - m[j];         \
+                CT d = keep ? mag_ew_load_##ID(out) : mag_ew_load_##ID(x + i * li.stride + j * es) - m[j];         \
                 MAG_LANE_PUT(ID, ST, out, log_form ? d - scale[j] : (keep ? d : exp(d)) * scale[j]);                   \
             }                                                                                                          \
     }                                                                                                                  \

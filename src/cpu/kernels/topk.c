@@ -51,7 +51,7 @@
             const uint8_t *x = p[1] + r * s[1];                                                                        \
             int64_t m = 0;                                                                                             \
             for (int64_t j = 0; j < lx.len; ++j) {                                                                     \
-                topk_pair_##ID##_t e = {mag_lane_load_##ID(x + j * lx.stride), j};                                     \
+                topk_pair_##ID##_t e = {mag_ew_load_##ID(x + j * lx.stride), j};                                     \
                 if (m < k) {                                                                                           \
                     h[m] = e;                                                                                          \
                     topk_sift_up_##ID(h, m++, largest);                                                                \
