@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from . import (
     _C,
+    _ops_reduce,  # noqa: F401  (installs the reduction methods on Tensor)
     _ops_struct,  # noqa: F401  (installs its Tensor methods)
     dtype,
     nn,
