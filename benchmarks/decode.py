@@ -115,9 +115,8 @@ def main() -> None:
         if hf is not None:
             results["transformers"].append(run_transformers(hf, prompt, args.new_tokens))
 
-    print(
-        f"{model.config.arch} {args.dtype}, {args.threads} threads, prompt {args.prompt_tokens}, new {args.new_tokens}"
-    )
+    setup = f"{args.threads} threads, prompt {args.prompt_tokens}, new {args.new_tokens}"
+    print(f"{model.config.arch}: magnetron {args.dtype}, transformers {hf_dtype}, {setup}")
     print(f"read bandwidth {bandwidth / 1e9:.1f} GB/s, {per_token / 1e6:.1f} MB per token: bound {bound:.1f} tok/s")
     for name, runs in results.items():
         if runs:
