@@ -163,3 +163,43 @@ def test_an_abandoned_stream_cannot_corrupt_a_newer_one(gpt2):
     with pytest.raises(RuntimeError, match="newer generation"):
         list(first)
     assert gpt2.generate("Hello", max_tokens=10, temperature=0) == second
+
+
+@pytest.mark.parametrize(
+    "opts",
+    [
+        dict(temperature=0.7),
+        dict(top_k=40),
+        dict(top_p=0.9),
+        dict(top_p=0.999, temperature=1.3),  # a nucleus wider than the first partial top-k
+        dict(min_p=0.05),
+        dict(top_k=200, top_p=0.8, min_p=0.02, temperature=0.8, repetition_penalty=1.3),
+    ],
+)
+def test_sampling_distribution_matches_transformers_warpers(opts):
+    import magnetron as mag
+    import numpy as np
+    import torch
+    from magnetron.models.sampling import Sampler
+    from transformers.generation import logits_process as lp
+
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(1, 5000, generator=g) * 3
+    context = torch.randint(0, 5000, (1, 40), generator=g)
+    p = SamplingParams(**opts)
+    procs = [lp.RepetitionPenaltyLogitsProcessor(p.repetition_penalty)] if p.repetition_penalty != 1 else []
+    procs.append(lp.TemperatureLogitsWarper(p.temperature))
+    procs += [lp.TopKLogitsWarper(p.top_k)] if p.top_k else []
+    procs += [lp.TopPLogitsWarper(p.top_p)] if p.top_p < 1 else []
+    procs += [lp.MinPLogitsWarper(p.min_p)] if p.min_p else []
+    scores = logits.clone()
+    for proc in procs:
+        scores = proc(context, scores)
+    want = torch.softmax(scores, -1)[0].numpy()
+
+    probs, ids = Sampler(p).distribution(mag.Tensor(logits[0].tolist()), context[0].tolist())
+    got = np.zeros(5000)
+    got[np.arange(5000) if ids is None else np.asarray(ids)] = np.asarray(probs)
+    got /= got.sum()
+    assert set(np.flatnonzero(got)) == set(np.flatnonzero(want))
+    np.testing.assert_allclose(got, want, atol=1e-6)

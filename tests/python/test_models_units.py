@@ -170,3 +170,15 @@ def test_kv_cache_writes_in_place_and_grows_keeping_rows():
     assert cache.length == 1
     with pytest.raises(ValueError, match="context length 8"):
         cache.reserve(9)
+
+
+def test_nucleus_candidates_cover_top_p_without_a_full_sort():
+    from magnetron.models.sampling import _nucleus_candidates
+
+    x = mag.Tensor.normal(20000) * 0.5  # flat: the 0.99 nucleus needs more than the first 1024
+    for top_p in (0.3, 0.9, 0.99):
+        probs, ids = _nucleus_candidates(x, top_p)
+        full = sorted(x.softmax(0).tolist(), reverse=True)
+        n = probs.shape[0]
+        assert probs.tolist() == pytest.approx(full[:n], rel=1e-5)
+        assert sum(full[:n]) >= top_p - 1e-5 and (n == 20000 or n == 1024 or n == 8192)

@@ -67,15 +67,32 @@ class Sampler:
         ids = None
         if 0 < p.top_k < V:
             logits, ids = logits.topk(p.top_k)  # (k,), (k,)
+            probs = logits.softmax(-1)  # (k,)
         elif p.top_p < 1.0:
-            logits, ids = logits.topk(V)  # top-p needs the order
-        probs = logits.softmax(-1)  # (N,)
+            probs, ids = _nucleus_candidates(logits, p.top_p)  # (N,), (N,)
+        else:
+            probs = logits.softmax(-1)  # (V,)
         if p.top_p < 1.0:  # keep a token while the mass of the more likely ones is still < top_p
             cum = probs.cumsum(0)
             probs = Tensor.where(cum - probs < p.top_p, probs, 0.0)
         if p.min_p > 0.0:
             probs = Tensor.where(probs >= probs.max() * p.min_p, probs, 0.0)
         return probs, ids
+
+
+def _nucleus_candidates(logits: Tensor, top_p: float) -> tuple[Tensor, Tensor]:
+    """Probabilities (over the whole vocabulary) and ids of the most likely tokens, most likely
+    first, enough of them to cover ``top_p``. The nucleus is usually a few hundred tokens, so a
+    partial top-k replaces sorting all V (about 50 ms for Qwen's 152k on two cores)."""
+    V = logits.shape[0]
+    lse = logits.logsumexp(0)
+    k = min(V, 1024)
+    while True:
+        top, ids = logits.topk(k)  # (k,), (k,)
+        probs = (top - lse).exp()
+        if k == V or probs.sum().item() >= top_p:  # every token after these has mass >= top_p before it
+            return probs, ids
+        k = min(V, 8 * k)
 
 
 def _penalise(logits: Tensor, context: list[int], penalty: float) -> Tensor:
