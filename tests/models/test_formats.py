@@ -118,3 +118,20 @@ def test_smollm2_answers_like_transformers():
     model = models.load(os.environ["MAGNETRON_SMOLLM2_GGUF"], dtype="float32")
     messages = [{"role": "user", "content": "What is the capital of France? Answer in one sentence."}]
     assert model.chat(messages, max_tokens=32, temperature=0) == "The capital of France is Paris."
+
+
+def test_gpt2_hub_layout_without_prefix_and_with_mask_buffers(checkpoint, tmp_path):
+    """Hub GPT-2 files name tensors without ``transformer.`` and carry ``attn.bias`` mask buffers."""
+    from safetensors.numpy import load_file, save_file
+
+    folder = checkpoint("gpt2")
+    tensors = {
+        k.removeprefix("transformer."): v for k, v in load_file(os.path.join(folder, "model.safetensors")).items()
+    }
+    tensors.pop("lm_head.weight", None)
+    for i in range(reference.TINY["gpt2"]["n_layer"]):
+        tensors[f"h.{i}.attn.bias"] = np.tril(np.ones((1, 1, 128, 128), dtype=np.float32))
+    save_file(tensors, str(tmp_path / "model.safetensors"))
+    shutil.copy(os.path.join(folder, "config.json"), tmp_path / "config.json")
+    ids = random_ids(50257, (1, 9))
+    np.testing.assert_array_equal(np.asarray(models.load(tmp_path)(ids)), np.asarray(models.load(folder)(ids)))
