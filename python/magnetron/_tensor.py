@@ -63,15 +63,6 @@ def _factory(name: str, t: Tensor, *attrs: Any) -> Tensor:
 
 
 # ---- construction ----
-_c_init = Tensor.__init__
-
-
-def _init(self: Tensor, data: Any, dtype: DType | None = None, requires_grad: bool = False) -> None:
-    _c_init(self, data, _dt.as_dtype(dtype, "Tensor")._id if dtype is not None else -1)
-    if requires_grad:
-        self.requires_grad = True
-
-
 def empty(*shape: int, dtype: DType | None = None, requires_grad: bool = False) -> Tensor:
     """Uninitialised memory of the given shape."""
     return _new(_shape(shape, "empty"), dtype, requires_grad, "empty")
@@ -379,7 +370,6 @@ def _float_index(self: Tensor) -> int:
 
 
 _METHODS = {
-    "__init__": _init,
     "__array__": __array__,
     "__len__": __len__,
     "__bool__": __bool__,
@@ -422,7 +412,6 @@ _PROPERTIES = {
     "device": property(lambda self: "cpu", doc="Where the data lives ('cpu')."),
     "data_size": property(lambda self: self.numel * self.dtype.size, doc="numel * itemsize, in bytes."),
     "T": property(lambda self: self._permute(list(range(self.rank))[::-1]), doc="Dims reversed (2-D transpose)."),
-    "grad": property(lambda self: None, doc="The accumulated gradient (autograd arrives with its own issue)."),
 }
 
 _STATIC = {

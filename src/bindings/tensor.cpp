@@ -95,8 +95,7 @@ mag_tensor_t *tensor_from_object(nb::handle data, int dtype) {
         mag_tensor_t *t = nb::cast<const Tensor &>(data).t;
         if (dtype < 0 || dtype == mag_tensor_dtype(t)) {
             mag_tensor_t *v = nullptr;
-            check(mag_tensor_as_strided(t, mag_tensor_rank(t), mag_tensor_shape(t), mag_tensor_strides(t),
-                                        mag_tensor_offset(t), &v));
+            check(mag_tensor_detach(t, &v));
             return v;
         }
         mag_tensor_t *out = nullptr;
@@ -154,8 +153,19 @@ static std::vector<mag_tensor_t *> handles(const std::vector<const Tensor *> &ts
 }
 
 void register_tensor(nb::module_ &m, nb::class_<Tensor> &cls) {
-    cls.def("__init__", [](Tensor *self, nb::handle data, int dtype) { new (self) Tensor(tensor_from_object(data, dtype)); },
-            nb::arg("data"), nb::arg("dtype_id") = -1);
+    cls.def("__init__", [](Tensor *self, nb::handle data, nb::handle dtype, bool requires_grad) {
+        int id = -1;
+        if (!dtype.is_none()) {
+            if (!nb::hasattr(dtype, "_id")) raise_error(PyExc_TypeError, "Tensor: dtype must be a magnetron dtype, got %s", nb::str(dtype).c_str());
+            id = nb::cast<int>(dtype.attr("_id"));
+        }
+        mag_tensor_t *t = tensor_from_object(data, id);
+        mag_status_t s = requires_grad ? mag_tensor_set_requires_grad(t, true) : MAG_OK;
+        if (s != MAG_OK) mag_tensor_release(t);
+        check(s);
+        new (self) Tensor(t);
+    }, nb::arg("data"), nb::arg("dtype").none() = nb::none(), nb::arg("requires_grad") = false,
+       "A tensor from a scalar, nested list, NumPy array, buffer, DLPack producer or another Tensor (shared).");
     cls.def_prop_ro("shape", [](const Tensor &t) { return as_tuple(dims_of(t.t, mag_tensor_shape)); });
     cls.def_prop_ro("strides", [](const Tensor &t) { return as_tuple(dims_of(t.t, mag_tensor_strides)); });
     cls.def_prop_ro("rank", [](const Tensor &t) { return mag_tensor_rank(t.t); });
@@ -236,11 +246,37 @@ void register_tensor(nb::module_ &m, nb::class_<Tensor> &cls) {
             "A contiguous, writable copy.");
     cls.def("_copy_", [](Tensor &t, const Tensor &src) { check(mag_tensor_copy_(t.t, src.t)); });
     cls.def("_fill_", [](Tensor &t, nb::handle v) { check(mag_tensor_fill(t.t, to_scalar(v, "fill_"))); });
-    cls.def("detach", [](Tensor &t) {
-        return make([&](mag_tensor_t **o) {
-            return mag_tensor_as_strided(t.t, mag_tensor_rank(t.t), mag_tensor_shape(t.t), mag_tensor_strides(t.t), mag_tensor_offset(t.t), o);
-        });
-    }, "A tensor sharing storage with this one, without autograd history.");
+    cls.def("detach", [](Tensor &t) { return make([&](mag_tensor_t **o) { return mag_tensor_detach(t.t, o); }); },
+            "A tensor sharing storage with this one, without autograd history.");
+
+    // autograd
+    cls.def_prop_rw("grad", [](const Tensor &t) -> nb::object {
+        mag_tensor_t *g = mag_tensor_grad(t.t);
+        if (!g) return nb::none();
+        mag_tensor_retain(g);
+        return nb::cast(Tensor(g));
+    }, [](Tensor &t, nb::handle g) {
+        if (!g.is_none() && !nb::isinstance<Tensor>(g)) raise_error(PyExc_TypeError, "grad must be a Tensor or None");
+        check(mag_tensor_set_grad(t.t, g.is_none() ? nullptr : nb::cast<Tensor &>(g).t));
+    }, nb::arg("value").none(), "The gradient accumulated by backward() (None until then).");
+    cls.def_prop_ro("is_leaf", [](const Tensor &t) { return mag_tensor_is_leaf(t.t); });
+    cls.def_prop_ro("grad_fn", [](const Tensor &t) -> nb::object {
+        const char *n = mag_tensor_grad_fn(t.t);
+        if (!n) return nb::none();
+        return nb::str(n);
+    }, "Name of the op that produced this tensor (None for leaves).");
+    cls.def("backward", [](Tensor &t, const Tensor *grad, bool retain_graph) {
+        mag_status_t s;
+        {
+            nb::gil_scoped_release nogil;
+            s = mag_tensor_backward(t.t, grad ? grad->t : nullptr, retain_graph);
+        }
+        check(s);
+    }, nb::arg("grad").none() = nb::none(), nb::arg("retain_graph") = false,
+       "Accumulate gradients into the leaves' .grad (grad defaults to ones for a one-element tensor).");
+    m.def("_set_grad_enabled", &mag_set_grad_enabled, "Set this thread's grad mode; returns the previous one.");
+    m.def("is_grad_enabled", &mag_grad_enabled);
+    m.def("op_has_grad", [](int op) { return mag_op_has_grad((mag_op_t)op); });
 
     // advanced indexing
     cls.def("_index", [](Tensor &t, std::vector<const Tensor *> idx) {

@@ -1,5 +1,5 @@
 /* Views: new shape/stride/offset headers over the same storage; the view solver lives here. */
-#include "internal.h"
+#include "autograd.h"
 
 #include <string.h>
 
@@ -9,6 +9,11 @@ static mag_status_t make_view(mag_tensor_t *t, int64_t rank, const int64_t *shap
     if (!v) return mag_error(MAG_ERR_MEMORY, "out of memory allocating a view");
     v->is_view = true;
     t->is_view = true;
+    mag_status_t s = mag_grad_record_view("view", t, v);
+    if (s != MAG_OK) {
+        mag_tensor_release(v);
+        return s;
+    }
     *out = v;
     return MAG_OK;
 }
