@@ -83,7 +83,7 @@ static mag_status_t to_input(mag_node_t *n, int64_t i, mag_tensor_t *g, mag_tens
 /* to_input of op(a, b), releasing the intermediate. */
 static mag_status_t input_grad(mag_node_t *n, int64_t i, mag_op_t op, mag_tensor_t *a, mag_tensor_t *b,
                                mag_tensor_t **out) {
-    if (!n->in[i].node && !n->in[i].leaf) return MAG_OK;
+    if (!n->in[i].node && !n->in[i].leaf) return MAG_OK; /* input i needs no gradient */
     mag_tensor_t *t;
     MAG_TRY(mag_g_op(op, a, b, &t));
     mag_status_t s = to_input(n, i, t, out);
@@ -113,23 +113,29 @@ static mag_status_t grad_sub(mag_node_t *n, mag_tensor_t *g, mag_tensor_t **gi) 
     return input_grad(n, 1, MAG_OP_NEG, g, NULL, &gi[1]);
 }
 
+static bool wants(const mag_node_t *n, int64_t i) { return n->in[i].node || n->in[i].leaf; }
+
+/* A saved tensor is only checked (and read) when the gradient that needs it is wanted. */
 static mag_status_t grad_mul(mag_node_t *n, mag_tensor_t *g, mag_tensor_t **gi) {
     mag_tensor_t *a, *b;
+    if (wants(n, 0)) {
+        MAG_TRY(mag_node_saved(n, 1, &b));
+        MAG_TRY(input_grad(n, 0, MAG_OP_MUL, g, b, &gi[0]));
+    }
+    if (!wants(n, 1)) return MAG_OK;
     MAG_TRY(mag_node_saved(n, 0, &a));
-    MAG_TRY(mag_node_saved(n, 1, &b));
-    MAG_TRY(input_grad(n, 0, MAG_OP_MUL, g, b, &gi[0]));
     return input_grad(n, 1, MAG_OP_MUL, g, a, &gi[1]);
 }
 
 static mag_status_t grad_div(mag_node_t *n, mag_tensor_t *g, mag_tensor_t **gi) {
     mag_tensor_t *a, *b, *q = NULL, *t = NULL;
-    MAG_TRY(mag_node_saved(n, 0, &a));
     MAG_TRY(mag_node_saved(n, 1, &b));
     MAG_TRY(mag_g_op(MAG_OP_DIV, g, b, &q)); /* g / b */
     mag_status_t s = to_input(n, 0, q, &gi[0]);
-    if (s == MAG_OK && (n->in[1].node || n->in[1].leaf)) { /* -(g / b) * (a / b) */
+    if (s == MAG_OK && wants(n, 1)) { /* -(g / b) * (a / b) */
         mag_tensor_t *ab = NULL, *neg = NULL;
-        s = mag_g_op(MAG_OP_DIV, a, b, &ab);
+        s = mag_node_saved(n, 0, &a);
+        if (s == MAG_OK) s = mag_g_op(MAG_OP_DIV, a, b, &ab);
         if (s == MAG_OK) s = mag_g_op(MAG_OP_MUL, q, ab, &t);
         if (s == MAG_OK) s = mag_g_op(MAG_OP_NEG, t, NULL, &neg);
         if (s == MAG_OK) s = to_input(n, 1, neg, &gi[1]);
