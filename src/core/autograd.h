@@ -57,6 +57,12 @@ int mag_autograd_depth(void);
 /* Record the gradient of view v of t (view_grad.c); called by every view outside ops. */
 mag_status_t mag_grad_record_view(const char *name, mag_tensor_t *t, mag_tensor_t *v);
 
+/*
+ * An in-place write of `result` into view v of base: base's history becomes "base with the
+ * region of v replaced by result", and v becomes a fresh view of the new base.
+ */
+mag_status_t mag_grad_rebase_view(mag_tensor_t *base, mag_tensor_t *v, mag_tensor_t *result);
+
 /* True when an op on these inputs must record a node. */
 bool mag_needs_grad(mag_tensor_t *const *in, int64_t n);
 /* Make a node for `out` = op(in...); saved tensors are given by the caller with mag_node_save. */

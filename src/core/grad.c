@@ -238,9 +238,11 @@ static mag_status_t grad_none(mag_node_t *n, mag_tensor_t *g, mag_tensor_t **gi)
 mag_status_t mag_grad_inplace(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, const mag_scalar_t *attrs,
                               int64_t n_attrs, mag_tensor_t *dst) {
     const char *name = mag_op_info(op)->name;
-    if (dst->requires_grad && !dst->node)
-        return mag_error(MAG_ERR_RUNTIME, "%s: a leaf tensor that requires grad (shape %s) cannot be modified in "
-                                          "place; use mag.no_grad() or clone() it", name, MAG_SHAPE(dst));
+    mag_tensor_t *base = dst->view_base;
+    if ((dst->requires_grad && !dst->node) || (base && base->requires_grad && !base->node))
+        return mag_error(MAG_ERR_RUNTIME, "%s: a leaf tensor that requires grad (shape %s), or a view of one, cannot "
+                                          "be modified in place; use mag.no_grad() or clone() it", name,
+                         MAG_SHAPE(base ? base : dst));
     if (!is_float(dst)) return mag_error(MAG_ERR_RUNTIME, "%s: an in-place result with a gradient needs a "
                                                           "floating-point destination, got %s", name, MAG_DTNAME(dst->dtype));
     mag_tensor_t *old = NULL, *result = NULL, *args[MAG_MAX_RANK + 2];
@@ -274,11 +276,13 @@ mag_status_t mag_grad_inplace(mag_op_t op, mag_tensor_t *const *in, int64_t n_in
         if (!grad_table[rec].fn) s = mag_error(MAG_ERR_RUNTIME, "%s: no gradient is defined for this op", name);
         else s = mag_grad_record_op(rec, args, n_rec, attrs, n_attrs, result);
     }
+    if (s == MAG_OK && base) /* dst is a view: the write becomes part of its base's history */
+        s = mag_grad_rebase_view(base, dst, result);
     if (s == MAG_OK) s = mag_tensor_copy_(dst, result);
-    if (s == MAG_OK) {
+    if (s == MAG_OK && !base) {
         dst->node = result->node, dst->requires_grad = true;
         result->node = NULL;
-    } else { /* put the history back */
+    } else if (s != MAG_OK) { /* put the history back */
         dst->node = old->node;
         old->node = NULL;
     }

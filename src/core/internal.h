@@ -31,6 +31,7 @@ struct mag_tensor {
     bool requires_grad;
     struct mag_tensor *grad; /* accumulated gradient of a leaf */
     struct mag_node *node;   /* the op that produced this tensor (autograd), NULL for leaves */
+    struct mag_tensor *view_base; /* for views: the tensor whose storage they view (retained), else NULL */
     int64_t shape[MAG_MAX_RANK];
     int64_t strides[MAG_MAX_RANK];
 };

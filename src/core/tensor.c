@@ -55,6 +55,7 @@ mag_tensor_t *mag_tensor_new_view(mag_storage_t *st, mag_dtype_t dt, int64_t ran
     t->requires_grad = false;
     t->grad = NULL;
     t->node = NULL;
+    t->view_base = NULL;
     t->numel = 1;
     for (int64_t i = 0; i < rank; ++i) {
         t->shape[i] = shape[i];
@@ -147,6 +148,7 @@ void mag_tensor_release(mag_tensor_t *t) {
     if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
     mag_tensor_release(t->grad);
     mag_node_release(t->node);
+    mag_tensor_release(t->view_base);
     storage_release(t->storage);
     free(t);
 }

@@ -9,6 +9,8 @@ static mag_status_t make_view(mag_tensor_t *t, int64_t rank, const int64_t *shap
     if (!v) return mag_error(MAG_ERR_MEMORY, "out of memory allocating a view");
     v->is_view = true;
     t->is_view = true;
+    v->view_base = t->view_base ? t->view_base : t;
+    mag_tensor_retain(v->view_base);
     mag_status_t s = mag_grad_record_view("view", t, v);
     if (s != MAG_OK) {
         mag_tensor_release(v);

@@ -165,12 +165,54 @@ static mag_status_t grad_view(mag_node_t *n, mag_tensor_t *g, mag_tensor_t **gi)
     return MAG_OK;
 }
 
-mag_status_t mag_grad_record_view(const char *name, mag_tensor_t *t, mag_tensor_t *v) {
-    if (!t->requires_grad || !mag_grad_enabled() || mag_autograd_depth() != 0) return MAG_OK;
+static mag_status_t attach_view(const char *name, mag_tensor_t *t, mag_tensor_t *v) {
     mag_node_t *node;
     MAG_TRY(mag_node_attach(v, name, grad_view, &t, 1, NULL, 0, &node));
     put_layout(node->aux, t);
     put_layout(node->aux + LAYOUT_AUX, v);
     node->n_aux = 2 * LAYOUT_AUX;
     return MAG_OK;
+}
+
+mag_status_t mag_grad_record_view(const char *name, mag_tensor_t *t, mag_tensor_t *v) {
+    if (!t->requires_grad || !mag_grad_enabled() || mag_autograd_depth() != 0) return MAG_OK;
+    return attach_view(name, t, v);
+}
+
+/* inputs: [old base, written values]; the region of v in the base gets the values' gradient. */
+static mag_status_t grad_copy_slices(mag_node_t *n, mag_tensor_t *g, mag_tensor_t **gi) {
+    layout_t t = get_layout(n->aux), v = get_layout(n->aux + LAYOUT_AUX), geo;
+    MAG_TRY(rebase(&t, &v, &geo));
+    mag_tensor_t *gc = NULL, *region = NULL;
+    MAG_TRY(mag_tensor_cast(g, g->dtype, &gc)); /* a private contiguous copy */
+    mag_status_t s = mag_tensor_as_strided(gc, geo.rank, geo.shape, geo.strides, geo.offset, &region);
+    if (s == MAG_OK && (n->in[1].node || n->in[1].leaf)) s = mag_tensor_cast(region, n->in[1].dtype, &gi[1]);
+    if (s == MAG_OK && (n->in[0].node || n->in[0].leaf)) {
+        s = mag_tensor_fill(region, mag_scalar_float(0.0));
+        if (s == MAG_OK) s = mag_tensor_cast(gc, n->in[0].dtype, &gi[0]);
+    }
+    mag_tensor_release(region);
+    mag_tensor_release(gc);
+    return s;
+}
+
+mag_status_t mag_grad_rebase_view(mag_tensor_t *base, mag_tensor_t *v, mag_tensor_t *result) {
+    mag_tensor_t *old = NULL;
+    MAG_TRY(mag_tensor_cast(base, base->dtype, &old)); /* the base before the write, with its history */
+    old->node = base->node, old->requires_grad = base->requires_grad;
+    base->node = NULL;
+    mag_tensor_t *in[2] = {old, result};
+    mag_node_t *node;
+    mag_status_t s = mag_node_attach(base, "copy_slices", grad_copy_slices, in, 2, NULL, 0, &node);
+    if (s == MAG_OK) {
+        put_layout(node->aux, base);
+        put_layout(node->aux + LAYOUT_AUX, v);
+        node->n_aux = 2 * LAYOUT_AUX;
+        s = attach_view("view", base, v);
+    } else {
+        base->node = old->node;
+        old->node = NULL;
+    }
+    mag_tensor_release(old);
+    return s;
 }

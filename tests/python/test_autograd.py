@@ -157,3 +157,26 @@ def test_inference_keeps_memory_flat() -> None:
             y = (x * w).exp()
         assert not y.requires_grad
         assert live() <= before
+
+
+def test_setitem_gradients_flow_to_values_and_base() -> None:
+    w = mag.Tensor([1.0, 2.0], requires_grad=True)
+    x = mag.Tensor.zeros(4)
+    x[1:3] = w * 2.0
+    assert x.requires_grad and x.grad_fn == "copy_slices"
+    (x * x).backward(mag.Tensor.ones(4))
+    assert w.grad.tolist() == [8.0, 16.0]
+
+
+def test_setitem_overwrites_cut_the_old_values_gradient() -> None:
+    w = mag.Tensor([1.0, 2.0], requires_grad=True)
+    y = w.unsqueeze(0).expand(3, 2) * 1.0
+    y[[0, 2], 1] = mag.Tensor([5.0, 6.0])
+    y.backward(mag.Tensor.ones(3, 2))
+    assert w.grad.tolist() == [3.0, 1.0]
+
+
+def test_inplace_on_view_of_leaf_raises() -> None:
+    x = mag.Tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf"):
+        x[0] = 3.0
