@@ -58,6 +58,7 @@ static void pool_stop(void) {
     pool.threads = NULL;
     pool.n_workers = 0;
     pool.stop = false;
+    pool.generation = 0; /* new workers start at seen = 0: they must not take the last job for a new one */
 }
 
 static uint32_t default_threads(void) {
