@@ -43,7 +43,8 @@ static inline mag_tensor_t *gx_op(gx_t *x, mag_op_t op, mag_tensor_t *const *in,
     for (int64_t i = 0; i < n; ++i)
         if (!in[i]) return NULL;
     mag_tensor_t *o = NULL;
-    return gx_keep(x, mag_op(op, in, n, attrs, n_attrs, &o), o);
+    mag_status_t s_ = mag_op(op, in, n, attrs, n_attrs, &o);
+    return gx_keep(x, s_, o);
 }
 
 static inline mag_tensor_t *gx_1(gx_t *x, mag_op_t op, mag_tensor_t *a) { return gx_op(x, op, &a, 1, NULL, 0); }

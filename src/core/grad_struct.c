@@ -10,7 +10,8 @@ static mag_tensor_t *gx_view(gx_t *x, mag_status_t (*fn)(mag_tensor_t *, int64_t
                              mag_tensor_t *t, int64_t rank, const int64_t *shape) {
     if (x->st != MAG_OK || !t) return NULL;
     mag_tensor_t *o = NULL;
-    return gx_keep(x, fn(t, rank, shape, &o), o);
+    mag_status_t s_ = fn(t, rank, shape, &o);
+    return gx_keep(x, s_, o);
 }
 
 #define GX_RESHAPE(t, rank, shape) gx_view(x, mag_tensor_reshape, t, rank, shape)
@@ -19,19 +20,22 @@ static mag_tensor_t *gx_view(gx_t *x, mag_status_t (*fn)(mag_tensor_t *, int64_t
 static mag_tensor_t *gx_unsqueeze(gx_t *x, mag_tensor_t *t, int64_t dim) {
     if (x->st != MAG_OK || !t) return NULL;
     mag_tensor_t *o = NULL;
-    return gx_keep(x, mag_tensor_unsqueeze(t, dim, &o), o);
+    mag_status_t s_ = mag_tensor_unsqueeze(t, dim, &o);
+    return gx_keep(x, s_, o);
 }
 
 static mag_tensor_t *gx_transpose_last(gx_t *x, mag_tensor_t *t) {
     if (x->st != MAG_OK || !t) return NULL;
     mag_tensor_t *o = NULL;
-    return gx_keep(x, mag_tensor_transpose(t, -1, -2, &o), o);
+    mag_status_t s_ = mag_tensor_transpose(t, -1, -2, &o);
+    return gx_keep(x, s_, o);
 }
 
 static mag_tensor_t *gx_slice(gx_t *x, mag_tensor_t *t, int64_t dim, int64_t start, int64_t len) {
     if (x->st != MAG_OK || !t) return NULL;
     mag_tensor_t *o = NULL;
-    return gx_keep(x, mag_tensor_slice(t, dim, start, len, 1, &o), o);
+    mag_status_t s_ = mag_tensor_slice(t, dim, start, len, 1, &o);
+    return gx_keep(x, s_, o);
 }
 
 /* zeros(shape) with vals added at the index tensors (INDEX_PUT, accumulating repeats). */
