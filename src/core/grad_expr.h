@@ -25,7 +25,7 @@ typedef struct grad_entry {
 
 static inline mag_tensor_t *gx_keep(gx_t *x, mag_status_t s, mag_tensor_t *t) {
     if (s != MAG_OK || !t) {
-        if (x->st == MAG_OK) x->st = s != MAG_OK ? s : MAG_ERR_RUNTIME;
+        if (x->st == MAG_OK) x->st = s != MAG_OK ? s : mag_error(MAG_ERR_RUNTIME, "backward: an intermediate is missing");
         mag_tensor_release(t);
         return NULL;
     }
@@ -41,7 +41,10 @@ static inline mag_tensor_t *gx_op(gx_t *x, mag_op_t op, mag_tensor_t *const *in,
                                   int64_t n_attrs) {
     if (x->st != MAG_OK) return NULL;
     for (int64_t i = 0; i < n; ++i)
-        if (!in[i]) return NULL;
+        if (!in[i]) {
+            x->st = mag_error(MAG_ERR_RUNTIME, "backward: input %lld of %s is missing", (long long)i, mag_op_info(op)->name);
+            return NULL;
+        }
     mag_tensor_t *o = NULL;
     mag_status_t s_ = mag_op(op, in, n, attrs, n_attrs, &o);
     return gx_keep(x, s_, o);
