@@ -55,8 +55,10 @@ def main() -> None:
     parser.add_argument("--plot", default="loss.png")
     args = parser.parse_args()
     slope, intercept, losses = fit(args.steps, args.lr)
-    print(f"slope {slope:.4f} (true {TRUE_SLOPE}), intercept {intercept:.4f} (true {TRUE_INTERCEPT}), "
-          f"final loss {losses[-1]:.5f}")
+    print(
+        f"slope {slope:.4f} (true {TRUE_SLOPE}), intercept {intercept:.4f} (true {TRUE_INTERCEPT}), "
+        f"final loss {losses[-1]:.5f}"
+    )
     if plot(losses, args.plot):
         print(f"loss curve written to {args.plot}")
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import magnetron as mag
 import numpy as np
 import torch
-
-import magnetron as mag
 
 
 def to_torch(x: mag.Tensor) -> torch.Tensor:

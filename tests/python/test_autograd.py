@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import threading
 
+import magnetron as mag
 import numpy as np
 import pytest
 from autograd_helpers import check_grad
-
-import magnetron as mag
 
 BINARY_SHAPES = [((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 4), (3, 1)), ((), (2, 3))]
 
@@ -184,8 +183,11 @@ def test_inplace_on_view_of_leaf_raises() -> None:
 
 def test_every_float_op_has_a_gradient_or_says_it_has_none() -> None:
     nograd, float_mask = 1 << 1, sum(1 << d._id for d in (mag.float32, mag.float16, mag.bfloat16, mag.float64))
-    missing = [r["name"] for r in mag._C.op_table()
-               if r["dtypes"] & float_mask and not r["flags"] & nograd and not mag._C.op_has_grad(r["id"])]
+    missing = [
+        r["name"]
+        for r in mag._C.op_table()
+        if r["dtypes"] & float_mask and not r["flags"] & nograd and not mag._C.op_has_grad(r["id"])
+    ]
     assert missing == []
 
 

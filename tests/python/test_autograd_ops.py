@@ -3,25 +3,55 @@ and non-contiguous inputs; plus float64 finite differences where torch has no ma
 
 from __future__ import annotations
 
+import magnetron as mag
 import numpy as np
 import pytest
 import torch
 from autograd_helpers import check_grad
 
-import magnetron as mag
-
 # name -> (low, high) input domain where the op is smooth
 UNARY = {
-    "abs": (0.2, 2), "neg": (-2, 2), "sqr": (-2, 2), "rcp": (0.5, 2), "sqrt": (0.5, 2), "rsqrt": (0.5, 2),
-    "log": (0.5, 2), "log2": (0.5, 2), "log10": (0.5, 2), "log1p": (0.5, 2), "exp": (-2, 2), "exp2": (-2, 2),
-    "expm1": (-2, 2), "sin": (-2, 2), "cos": (-2, 2), "tan": (-1, 1), "asin": (-0.8, 0.8),
-    "acos": (-0.8, 0.8), "atan": (-2, 2), "sinh": (-2, 2), "cosh": (-2, 2), "tanh": (-2, 2),
-    "asinh": (-2, 2), "acosh": (1.5, 3), "atanh": (-0.8, 0.8), "erf": (-2, 2), "erfc": (-2, 2),
-    "sigmoid": (-2, 2), "silu": (-2, 2), "relu": (0.1, 2), "gelu": (-2, 2),
+    "abs": (0.2, 2),
+    "neg": (-2, 2),
+    "sqr": (-2, 2),
+    "rcp": (0.5, 2),
+    "sqrt": (0.5, 2),
+    "rsqrt": (0.5, 2),
+    "log": (0.5, 2),
+    "log2": (0.5, 2),
+    "log10": (0.5, 2),
+    "log1p": (0.5, 2),
+    "exp": (-2, 2),
+    "exp2": (-2, 2),
+    "expm1": (-2, 2),
+    "sin": (-2, 2),
+    "cos": (-2, 2),
+    "tan": (-1, 1),
+    "asin": (-0.8, 0.8),
+    "acos": (-0.8, 0.8),
+    "atan": (-2, 2),
+    "sinh": (-2, 2),
+    "cosh": (-2, 2),
+    "tanh": (-2, 2),
+    "asinh": (-2, 2),
+    "acosh": (1.5, 3),
+    "atanh": (-0.8, 0.8),
+    "erf": (-2, 2),
+    "erfc": (-2, 2),
+    "sigmoid": (-2, 2),
+    "silu": (-2, 2),
+    "relu": (0.1, 2),
+    "gelu": (-2, 2),
 }
-TORCH_NAMES = {"sqr": lambda t: t * t, "gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu,
-               "relu": torch.relu, "rcp": torch.reciprocal, "gelu_approx": lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
-               "hard_sigmoid": torch.nn.functional.hardsigmoid}
+TORCH_NAMES = {
+    "sqr": lambda t: t * t,
+    "gelu": torch.nn.functional.gelu,
+    "silu": torch.nn.functional.silu,
+    "relu": torch.relu,
+    "rcp": torch.reciprocal,
+    "gelu_approx": lambda t: torch.nn.functional.gelu(t, approximate="tanh"),
+    "hard_sigmoid": torch.nn.functional.hardsigmoid,
+}
 
 
 def _torch_unary(name: str):
@@ -31,8 +61,7 @@ def _torch_unary(name: str):
 @pytest.mark.parametrize("name", sorted(UNARY))
 def test_unary(name: str) -> None:
     low, high = UNARY[name]
-    check_grad(lambda a: getattr(a, name)(), [(3, 4)], torch_fn=_torch_unary(name), low=low, high=high,
-               transpose=True)
+    check_grad(lambda a: getattr(a, name)(), [(3, 4)], torch_fn=_torch_unary(name), low=low, high=high, transpose=True)
 
 
 @pytest.mark.parametrize("name", ["gelu_approx", "hard_sigmoid"])
@@ -46,8 +75,15 @@ def test_piecewise_constant_have_zero_grad(name: str) -> None:
     check_grad(lambda a: getattr(a, name)(), [(3, 4)], torch_fn=torch_fn)
 
 
-BINARY = {"add": (-2, 2), "sub": (-2, 2), "mul": (-2, 2), "div": (0.5, 2), "pow": (0.5, 2),
-          "maximum": (-2, 2), "minimum": (-2, 2)}
+BINARY = {
+    "add": (-2, 2),
+    "sub": (-2, 2),
+    "mul": (-2, 2),
+    "div": (0.5, 2),
+    "pow": (0.5, 2),
+    "maximum": (-2, 2),
+    "minimum": (-2, 2),
+}
 
 
 @pytest.mark.parametrize("shapes", [((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 4), (3, 1))])
@@ -98,8 +134,15 @@ def test_topk_values() -> None:
 
 
 def test_matmul_all_ranks() -> None:
-    for shapes in [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)), ((2, 3, 4), (4, 5)),
-                   ((2, 1, 3, 4), (5, 4, 2)), ((3, 4), (2, 4, 5))]:
+    for shapes in [
+        ((3, 4), (4, 5)),
+        ((4,), (4, 5)),
+        ((3, 4), (4,)),
+        ((4,), (4,)),
+        ((2, 3, 4), (4, 5)),
+        ((2, 1, 3, 4), (5, 4, 2)),
+        ((3, 4), (2, 4, 5)),
+    ]:
         check_grad(lambda a, b: a @ b, shapes)
     check_grad(lambda a, b: a @ b, [(3, 4), (4, 5)], transpose=True)
 
@@ -109,19 +152,28 @@ def test_structure_ops() -> None:
     t_idx = torch.tensor([[0, 2], [1, 1], [3, 0]])
     check_grad(lambda a: a.gather(1, idx), [(3, 4)], torch_fn=lambda t: t.gather(1, t_idx))
     sel = mag.Tensor([2, 0, 2])
-    check_grad(lambda a: a.index_select(1, sel), [(3, 4)], torch_fn=lambda t: t.index_select(1, torch.tensor([2, 0, 2])))
+    check_grad(
+        lambda a: a.index_select(1, sel), [(3, 4)], torch_fn=lambda t: t.index_select(1, torch.tensor([2, 0, 2]))
+    )
     mask = mag.Tensor([[True, False, True, False]])
-    check_grad(lambda a: a.masked_fill(mask, 0.5), [(3, 4)],
-               torch_fn=lambda t: t.masked_fill(torch.tensor([[True, False, True, False]]), 0.5))
+    check_grad(
+        lambda a: a.masked_fill(mask, 0.5),
+        [(3, 4)],
+        torch_fn=lambda t: t.masked_fill(torch.tensor([[True, False, True, False]]), 0.5),
+    )
     cond = mag.Tensor([[True], [False], [True]])
-    check_grad(lambda a, b: mag.Tensor.where(cond, a, b), [(3, 4), (4,)],
-               torch_fn=lambda a, b: torch.where(torch.tensor([[True], [False], [True]]), a, b))
+    check_grad(
+        lambda a, b: mag.Tensor.where(cond, a, b),
+        [(3, 4), (4,)],
+        torch_fn=lambda a, b: torch.where(torch.tensor([[True], [False], [True]]), a, b),
+    )
     check_grad(lambda a: a.tril(1), [(4, 4)])
     check_grad(lambda a: a.triu(-1), [(2, 4, 4)])
     check_grad(lambda a: a.repeat(2, 1, 3), [(3, 4)])
     check_grad(lambda a, b: mag.Tensor.cat([a, b], dim=1), [(3, 4), (3, 2)], torch_fn=lambda a, b: torch.cat([a, b], 1))
-    check_grad(lambda a, b: mag.Tensor.stack([a, b], dim=1), [(3, 4), (3, 4)],
-               torch_fn=lambda a, b: torch.stack([a, b], 1))
+    check_grad(
+        lambda a, b: mag.Tensor.stack([a, b], dim=1), [(3, 4), (3, 4)], torch_fn=lambda a, b: torch.stack([a, b], 1)
+    )
 
 
 def test_float64_finite_differences() -> None:

@@ -33,7 +33,8 @@ def test_linear_regression_recovers_slope_and_intercept(tmp_path: Path) -> None:
 
 
 def test_tensor_tour_runs() -> None:
-    out = subprocess.run([sys.executable, str(EXAMPLES / "tensor_tour" / "main.py")], capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "tensor_tour" / "main.py")], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert "strides" in out.stdout

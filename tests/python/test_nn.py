@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import magnetron as mag
 import numpy as np
 import pytest
 import torch
-
-import magnetron as mag
 from magnetron import nn
 from magnetron.nn import functional as F
 
@@ -62,8 +61,9 @@ def test_torch_state_dict_loads_and_gives_the_same_outputs() -> None:
             h = h + b(h).relu()
         return m.head(m.norm(h)) * m.scale
 
-    np.testing.assert_allclose(to_np(run(net, mag.Tensor(ids.numpy()))), run(ref, ids).detach().numpy(),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        to_np(run(net, mag.Tensor(ids.numpy()))), run(ref, ids).detach().numpy(), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_load_state_dict_strict_and_errors_name_the_key() -> None:
@@ -126,16 +126,30 @@ def test_losses_match_torch(reduction: str) -> None:
     target = np.array([0, 4, -100, 2])
     probs = rng.dirichlet(np.ones(5), size=4).astype(np.float32)
     pairs = [
-        (F.cross_entropy(mag.Tensor(logits), mag.Tensor(target), reduction=reduction),
-         torch.nn.functional.cross_entropy(torch.tensor(logits), torch.tensor(target), reduction=reduction)),
-        (F.cross_entropy(mag.Tensor(logits), mag.Tensor(probs), reduction=reduction),
-         torch.nn.functional.cross_entropy(torch.tensor(logits), torch.tensor(probs), reduction=reduction)),
-        (F.mse_loss(mag.Tensor(logits), mag.Tensor(probs), reduction=reduction),
-         torch.nn.functional.mse_loss(torch.tensor(logits), torch.tensor(probs), reduction=reduction)),
-        (F.binary_cross_entropy(mag.Tensor(probs), mag.Tensor(probs[::-1].copy()), reduction=reduction),
-         torch.nn.functional.binary_cross_entropy(torch.tensor(probs), torch.tensor(probs[::-1].copy()), reduction=reduction)),
-        (F.binary_cross_entropy_with_logits(mag.Tensor(logits), mag.Tensor(probs), reduction=reduction),
-         torch.nn.functional.binary_cross_entropy_with_logits(torch.tensor(logits), torch.tensor(probs), reduction=reduction)),
+        (
+            F.cross_entropy(mag.Tensor(logits), mag.Tensor(target), reduction=reduction),
+            torch.nn.functional.cross_entropy(torch.tensor(logits), torch.tensor(target), reduction=reduction),
+        ),
+        (
+            F.cross_entropy(mag.Tensor(logits), mag.Tensor(probs), reduction=reduction),
+            torch.nn.functional.cross_entropy(torch.tensor(logits), torch.tensor(probs), reduction=reduction),
+        ),
+        (
+            F.mse_loss(mag.Tensor(logits), mag.Tensor(probs), reduction=reduction),
+            torch.nn.functional.mse_loss(torch.tensor(logits), torch.tensor(probs), reduction=reduction),
+        ),
+        (
+            F.binary_cross_entropy(mag.Tensor(probs), mag.Tensor(probs[::-1].copy()), reduction=reduction),
+            torch.nn.functional.binary_cross_entropy(
+                torch.tensor(probs), torch.tensor(probs[::-1].copy()), reduction=reduction
+            ),
+        ),
+        (
+            F.binary_cross_entropy_with_logits(mag.Tensor(logits), mag.Tensor(probs), reduction=reduction),
+            torch.nn.functional.binary_cross_entropy_with_logits(
+                torch.tensor(logits), torch.tensor(probs), reduction=reduction
+            ),
+        ),
     ]
     for ours, ref in pairs:
         np.testing.assert_allclose(to_np(ours), ref.numpy(), rtol=1e-5, atol=1e-6)
@@ -155,9 +169,15 @@ def test_cross_entropy_gradients_match_torch() -> None:
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_activation_modules(approximate: str) -> None:
     x = np.linspace(-4, 4, 17).astype(np.float32)
-    pairs = [(nn.GELU(approximate), torch.nn.GELU(approximate)), (nn.SiLU(), torch.nn.SiLU()),
-             (nn.HardSigmoid(), torch.nn.Hardsigmoid()), (nn.Sigmoid(), torch.nn.Sigmoid()),
-             (nn.Tanh(), torch.nn.Tanh()), (nn.ReLU(), torch.nn.ReLU()), (nn.Softmax(-1), torch.nn.Softmax(-1))]
+    pairs = [
+        (nn.GELU(approximate), torch.nn.GELU(approximate)),
+        (nn.SiLU(), torch.nn.SiLU()),
+        (nn.HardSigmoid(), torch.nn.Hardsigmoid()),
+        (nn.Sigmoid(), torch.nn.Sigmoid()),
+        (nn.Tanh(), torch.nn.Tanh()),
+        (nn.ReLU(), torch.nn.ReLU()),
+        (nn.Softmax(-1), torch.nn.Softmax(-1)),
+    ]
     for ours, ref in pairs:
         np.testing.assert_allclose(to_np(ours(mag.Tensor(x))), ref(torch.tensor(x)).numpy(), rtol=1e-5, atol=1e-6)
 
@@ -171,8 +191,9 @@ def test_scaled_dot_product_attention_matches_torch(heads: tuple[int, int], is_c
     k = rng.normal(size=(2, hk, 7, 8)).astype(np.float32)
     v = rng.normal(size=(2, hk, 7, 8)).astype(np.float32)
     ours = F.scaled_dot_product_attention(mag.Tensor(q), mag.Tensor(k), mag.Tensor(v), is_causal=is_causal)
-    ref = torch.nn.functional.scaled_dot_product_attention(torch.tensor(q), torch.tensor(k), torch.tensor(v),
-                                                           is_causal=is_causal, enable_gqa=hq != hk)
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        torch.tensor(q), torch.tensor(k), torch.tensor(v), is_causal=is_causal, enable_gqa=hq != hk
+    )
     np.testing.assert_allclose(to_np(ours), ref.numpy(), rtol=1e-4, atol=1e-5)
 
 
@@ -188,3 +209,16 @@ def test_rope_rotate_half_and_interleaved() -> None:
     e, o = x[..., 0::2], x[..., 1::2]
     inter = np.stack([e * c - o * s, e * s + o * c], axis=-1).reshape(x.shape)
     np.testing.assert_allclose(to_np(F.rope(mag.Tensor(x), cos, sin, interleaved=True)), inter, rtol=1e-5, atol=1e-5)
+
+
+def test_load_state_dict_from_a_snapshot_adopts_the_mapped_tensors(tmp_path) -> None:
+    net = Net()
+    path = tmp_path / "net.mag"
+    mag.save(path, net)
+    snap = mag.load(path)
+    fresh = Net()
+    fresh.load_state_dict(snap)
+    for name, t in fresh.state_dict().items():
+        assert t.data_ptr == snap[name].data_ptr, f"{name} was copied"
+    x = mag.Tensor([[1, 2]])
+    np.testing.assert_array_equal(to_np(fresh.head(fresh.embed(x))), to_np(net.head(net.embed(x))))

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+import magnetron as mag
 import numpy as np
 import pytest
 import torch
-
-import magnetron as mag
 from magnetron import nn, optim
 
 CONFIGS = [
@@ -41,7 +40,10 @@ def test_100_steps_match_torch(name: str, kwargs: dict, float64: bool) -> None:
         pytest.skip("checked in float64")
     rtol = 1e-10 if float64 else 1e-5
     ours, ref = _models(float64)
-    opt, ref_opt = getattr(optim, name)(ours.parameters(), **kwargs), getattr(torch.optim, name)(ref.parameters(), **kwargs)
+    opt, ref_opt = (
+        getattr(optim, name)(ours.parameters(), **kwargs),
+        getattr(torch.optim, name)(ref.parameters(), **kwargs),
+    )
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(32, 3)), rng.normal(size=(32, 2))
     if not float64:
@@ -75,14 +77,27 @@ def test_optimizer_state_dict_round_trip() -> None:
     assert fresh.param_groups[0]["lr"] == 1e-2 and fresh.state[id(next(ours.parameters()))]["step"] == 3
 
 
-@pytest.mark.parametrize("make", [
-    (lambda o: optim.lr_scheduler.StepLR(o, step_size=3, gamma=0.5), lambda o: torch.optim.lr_scheduler.StepLR(o, 3, 0.5)),
-    (lambda o: optim.lr_scheduler.CosineAnnealingLR(o, T_max=10, eta_min=0.01),
-     lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=10, eta_min=0.01)),
-    (lambda o: optim.lr_scheduler.LinearLR(o, start_factor=0.1, total_iters=4),
-     lambda o: torch.optim.lr_scheduler.LinearLR(o, start_factor=0.1, total_iters=4)),
-    (lambda o: optim.lr_scheduler.ExponentialLR(o, gamma=0.9), lambda o: torch.optim.lr_scheduler.ExponentialLR(o, 0.9)),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        (
+            lambda o: optim.lr_scheduler.StepLR(o, step_size=3, gamma=0.5),
+            lambda o: torch.optim.lr_scheduler.StepLR(o, 3, 0.5),
+        ),
+        (
+            lambda o: optim.lr_scheduler.CosineAnnealingLR(o, T_max=10, eta_min=0.01),
+            lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=10, eta_min=0.01),
+        ),
+        (
+            lambda o: optim.lr_scheduler.LinearLR(o, start_factor=0.1, total_iters=4),
+            lambda o: torch.optim.lr_scheduler.LinearLR(o, start_factor=0.1, total_iters=4),
+        ),
+        (
+            lambda o: optim.lr_scheduler.ExponentialLR(o, gamma=0.9),
+            lambda o: torch.optim.lr_scheduler.ExponentialLR(o, 0.9),
+        ),
+    ],
+)
 def test_schedulers_match_torch(make) -> None:
     ours, ref = _models()
     opt, ref_opt = optim.SGD(ours.parameters(), lr=0.1), torch.optim.SGD(ref.parameters(), lr=0.1)
