@@ -48,7 +48,8 @@ def test_type_stubs_are_up_to_date() -> None:
     spec.loader.exec_module(gen)
     stub = ROOT / "python" / "magnetron" / "_C.pyi"
     text = gen.render()
-    assert stub.exists() and stub.read_text() == text, "_C.pyi is stale: run PYTHONPATH=python python tools/gen_stubs.py"
+    stale = "_C.pyi is stale: run PYTHONPATH=python python tools/gen_stubs.py"
+    assert stub.exists() and stub.read_text() == text, stale
     for row in mag._C.op_table():
         if row["kind"] != 3:  # every generated method is declared
             assert f"def {row['name']}(" in text
