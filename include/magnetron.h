@@ -228,6 +228,21 @@ mag_status_t mag_tensor_copy_(mag_tensor_t *dst, mag_tensor_t *src);            
 /* Read one element (by multi-index) as a scalar of the tensor's kind. */
 mag_status_t mag_tensor_get(const mag_tensor_t *t, const int64_t *index, mag_scalar_t *out);
 
+/* ---- autograd ---- */
+/* Grad mode is thread-local; mag_set_grad_enabled returns the previous state so callers can restore it. */
+bool mag_grad_enabled(void);
+bool mag_set_grad_enabled(bool on);
+/* Accumulate d(t)/d(leaf) * grad into every leaf's .grad; grad NULL means ones (t must have one element). */
+mag_status_t mag_tensor_backward(mag_tensor_t *t, mag_tensor_t *grad, bool retain_graph);
+bool mag_tensor_is_leaf(const mag_tensor_t *t);
+mag_tensor_t *mag_tensor_grad(const mag_tensor_t *t); /* borrowed; NULL when none */
+mag_status_t mag_tensor_set_grad(mag_tensor_t *t, mag_tensor_t *grad); /* NULL clears */
+const char *mag_tensor_grad_fn(const mag_tensor_t *t); /* name of the op that made t, or NULL */
+/* Shares storage, no history, requires_grad false. */
+mag_status_t mag_tensor_detach(mag_tensor_t *t, mag_tensor_t **out);
+/* Whether table op `op` has a gradient (float ops need one unless flagged MAG_OPF_NOGRAD). */
+bool mag_op_has_grad(mag_op_t op);
+
 /* ---- runtime context ---- */
 void mag_manual_seed(uint64_t seed);
 uint32_t mag_num_threads(void);

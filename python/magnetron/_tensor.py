@@ -565,7 +565,6 @@ _PROPERTIES = {
     "device": property(lambda self: "cpu", doc="Where the data lives ('cpu')."),
     "data_size": property(lambda self: self.numel * self.dtype.size, doc="numel * itemsize, in bytes."),
     "T": property(lambda self: self._permute(list(range(self.rank))[::-1]), doc="Dims reversed (2-D transpose)."),
-    "grad": property(lambda self: None, doc="The accumulated gradient (autograd arrives with its own issue)."),
 }
 
 _STATIC = {

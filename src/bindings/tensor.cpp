@@ -109,8 +109,7 @@ mag_tensor_t *tensor_from_object(nb::handle data, int dtype) {
         mag_tensor_t *t = nb::cast<const Tensor &>(data).t;
         if (dtype < 0 || dtype == mag_tensor_dtype(t)) {
             mag_tensor_t *v = nullptr;
-            check(mag_tensor_as_strided(t, mag_tensor_rank(t), mag_tensor_shape(t), mag_tensor_strides(t),
-                                        mag_tensor_offset(t), &v));
+            check(mag_tensor_detach(t, &v));
             return v;
         }
         mag_tensor_t *out = nullptr;
@@ -269,11 +268,37 @@ void register_tensor(nb::module_ &m, nb::class_<Tensor> &cls) {
             "A contiguous, writable copy.");
     cls.def("_copy_", [](Tensor &t, const Tensor &src) { check(mag_tensor_copy_(t.t, src.t)); });
     cls.def("_fill_", [](Tensor &t, nb::handle v) { check(mag_tensor_fill(t.t, to_scalar(v, "fill_"))); });
-    cls.def("detach", [](Tensor &t) {
-        return make([&](mag_tensor_t **o) {
-            return mag_tensor_as_strided(t.t, mag_tensor_rank(t.t), mag_tensor_shape(t.t), mag_tensor_strides(t.t), mag_tensor_offset(t.t), o);
-        });
-    }, "A tensor sharing storage with this one, without autograd history.");
+    cls.def("detach", [](Tensor &t) { return make([&](mag_tensor_t **o) { return mag_tensor_detach(t.t, o); }); },
+            "A tensor sharing storage with this one, without autograd history.");
+
+    // autograd
+    cls.def_prop_rw("grad", [](const Tensor &t) -> nb::object {
+        mag_tensor_t *g = mag_tensor_grad(t.t);
+        if (!g) return nb::none();
+        mag_tensor_retain(g);
+        return nb::cast(Tensor(g));
+    }, [](Tensor &t, nb::handle g) {
+        if (!g.is_none() && !nb::isinstance<Tensor>(g)) raise_error(PyExc_TypeError, "grad must be a Tensor or None");
+        check(mag_tensor_set_grad(t.t, g.is_none() ? nullptr : nb::cast<Tensor &>(g).t));
+    }, nb::arg("value").none(), "The gradient accumulated by backward() (None until then).");
+    cls.def_prop_ro("is_leaf", [](const Tensor &t) { return mag_tensor_is_leaf(t.t); });
+    cls.def_prop_ro("grad_fn", [](const Tensor &t) -> nb::object {
+        const char *n = mag_tensor_grad_fn(t.t);
+        if (!n) return nb::none();
+        return nb::str(n);
+    }, "Name of the op that produced this tensor (None for leaves).");
+    cls.def("backward", [](Tensor &t, const Tensor *grad, bool retain_graph) {
+        mag_status_t s;
+        {
+            nb::gil_scoped_release nogil;
+            s = mag_tensor_backward(t.t, grad ? grad->t : nullptr, retain_graph);
+        }
+        check(s);
+    }, nb::arg("grad").none() = nb::none(), nb::arg("retain_graph") = false,
+       "Accumulate gradients into the leaves' .grad (grad defaults to ones for a one-element tensor).");
+    m.def("_set_grad_enabled", &mag_set_grad_enabled, "Set this thread's grad mode; returns the previous one.");
+    m.def("is_grad_enabled", &mag_grad_enabled);
+    m.def("op_has_grad", [](int op) { return mag_op_has_grad((mag_op_t)op); });
 
     // advanced indexing
     cls.def("_index", [](Tensor &t, std::vector<const Tensor *> idx) {

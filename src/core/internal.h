@@ -28,7 +28,10 @@ struct mag_tensor {
     int64_t numel;
     int64_t offset; /* in elements, from storage->data */
     bool is_view;
-    bool requires_grad; /* recorded now; autograd (its own issue) builds on it */
+    bool requires_grad;
+    struct mag_tensor *grad; /* accumulated gradient of a leaf */
+    struct mag_node *node;   /* the op that produced this tensor (autograd), NULL for leaves */
+    struct mag_tensor *view_base; /* for views: the tensor whose storage they view (retained), else NULL */
     int64_t shape[MAG_MAX_RANK];
     int64_t strides[MAG_MAX_RANK];
 };

@@ -1,5 +1,5 @@
 /* Tensors and their reference-counted storage. */
-#include "internal.h"
+#include "autograd.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +53,9 @@ mag_tensor_t *mag_tensor_new_view(mag_storage_t *st, mag_dtype_t dt, int64_t ran
     t->offset = offset;
     t->is_view = false;
     t->requires_grad = false;
+    t->grad = NULL;
+    t->node = NULL;
+    t->view_base = NULL;
     t->numel = 1;
     for (int64_t i = 0; i < rank; ++i) {
         t->shape[i] = shape[i];
@@ -141,6 +144,9 @@ void mag_tensor_retain(mag_tensor_t *t) { atomic_fetch_add(&t->refcount, 1); }
 
 void mag_tensor_release(mag_tensor_t *t) {
     if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
+    mag_tensor_release(t->grad);
+    mag_node_release(t->node);
+    mag_tensor_release(t->view_base);
     storage_release(t->storage);
     free(t);
 }
@@ -159,7 +165,31 @@ mag_status_t mag_tensor_set_requires_grad(mag_tensor_t *t, bool on) {
     if (on && !(mag_dtype_info(t->dtype)->flags & MAG_DTF_FLOAT))
         return mag_error(MAG_ERR_RUNTIME, "requires_grad: only floating-point tensors can require gradients, got %s",
                          MAG_DTNAME(t->dtype));
+    if (!on && t->node)
+        return mag_error(MAG_ERR_RUNTIME, "requires_grad: only leaf tensors can stop requiring grad; use detach()");
     t->requires_grad = on;
+    return MAG_OK;
+}
+
+bool mag_tensor_is_leaf(const mag_tensor_t *t) { return !t->node; }
+mag_tensor_t *mag_tensor_grad(const mag_tensor_t *t) { return t->grad; }
+const char *mag_tensor_grad_fn(const mag_tensor_t *t) { return t->node ? t->node->name : NULL; }
+
+mag_status_t mag_tensor_set_grad(mag_tensor_t *t, mag_tensor_t *g) {
+    if (g && (g->rank != t->rank || memcmp(g->shape, t->shape, (size_t)t->rank * sizeof(int64_t))))
+        return mag_error(MAG_ERR_VALUE, "grad: a gradient of shape %s does not fit a tensor of shape %s", MAG_SHAPE(g),
+                         MAG_SHAPE(t));
+    if (g) mag_tensor_retain(g);
+    mag_tensor_release(t->grad);
+    t->grad = g;
+    return MAG_OK;
+}
+
+mag_status_t mag_tensor_detach(mag_tensor_t *t, mag_tensor_t **out) {
+    mag_tensor_t *d = mag_tensor_new_view(t->storage, t->dtype, t->rank, t->shape, t->strides, t->offset);
+    if (!d) return mag_error(MAG_ERR_MEMORY, "detach: out of memory");
+    d->is_view = t->is_view;
+    *out = d;
     return MAG_OK;
 }
 mag_owner_t mag_tensor_owner(const mag_tensor_t *t) { return t->storage->owner; }

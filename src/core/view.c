@@ -1,5 +1,5 @@
 /* Views: new shape/stride/offset headers over the same storage; the view solver lives here. */
-#include "internal.h"
+#include "autograd.h"
 
 #include <string.h>
 
@@ -8,6 +8,13 @@ static mag_status_t make_view(mag_tensor_t *t, int64_t rank, const int64_t *shap
     mag_tensor_t *v = mag_tensor_new_view(t->storage, t->dtype, rank, shape, strides, offset);
     if (!v) return mag_error(MAG_ERR_MEMORY, "out of memory allocating a view");
     v->is_view = true;
+    v->view_base = t->view_base ? t->view_base : t;
+    mag_tensor_retain(v->view_base);
+    mag_status_t s = mag_grad_record_view("view", t, v);
+    if (s != MAG_OK) {
+        mag_tensor_release(v);
+        return s;
+    }
     *out = v;
     return MAG_OK;
 }
