@@ -51,4 +51,10 @@ def folder_metadata(folder: Path) -> dict[str, Any]:
         template = (folder / "chat_template.jinja").read_text(encoding="utf-8")
     if template is not None:
         meta["tokenizer.chat_template"] = template
+    if "tokenizer.json" not in meta and (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
+        try:  # GPT-2's original tokenizer files, as the tokenizer.json they describe
+            from ..models.tokenizer import load_tokenizer
+        except ImportError:  # without the tokenizers package the model goes without a tokenizer
+            return meta
+        meta["tokenizer.json"] = load_tokenizer(str(folder)).to_str()  # type: ignore[union-attr]
     return meta

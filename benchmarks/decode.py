@@ -1,0 +1,131 @@
+"""Prefill and decode speed of magnetron.models against transformers, side by side in one run.
+
+    python benchmarks/decode.py --shape gpt2_124m                      # f32, builds the checkpoint
+    python benchmarks/decode.py --shape qwen3_0.6b --dtype bfloat16
+    python benchmarks/decode.py --shape gpt2_124m --dtype bfloat16 --hf-dtype float32
+    python benchmarks/decode.py --model path/to/checkpoint --only magnetron   # peak RSS of ours alone
+
+Greedy, a 128-token prompt, 64 new tokens, 2 threads (issue 8). Runs alternate between the two
+contenders and the best of ``--runs`` is reported. Prefill = prompt tokens / time to the first
+new token; decode = (new tokens - 1) / time for the rest. The machine's read bandwidth (a large
+sum with torch, best of several) over the bytes one decode step reads (every weight matrix once,
+plus the KV cache at mid-generation) gives the decode bound in tokens/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "models"))
+
+import magnetron as mag  # noqa: E402
+import reference  # noqa: E402
+from magnetron import models  # noqa: E402
+from magnetron.models import SamplingParams  # noqa: E402
+
+TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
+
+
+def read_bandwidth(threads: int, nbytes: int = 1 << 30, reps: int = 5) -> float:
+    """Bytes/s of a streaming read (torch sum over a float32 buffer larger than any cache)."""
+    torch.set_num_threads(threads)
+    x = torch.ones(nbytes // 4)
+    x.sum()
+    best = min(_timed(lambda: x.sum()) for _ in range(reps))
+    return nbytes / best
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def bytes_per_token(model: models.LanguageModel, context: int) -> int:
+    """Bytes one decode step reads: every weight matrix once (lm_head included, the embedding tables
+    only for one row) plus the KV cache."""
+    cfg, net = model.config, model.net
+    total = sum(
+        p.numel * p.dtype.size for name, p in net.named_parameters() if not name.startswith(("embed_", "lm_head"))
+    )
+    total += net.lm_head.weight.numel * net.lm_head.weight.dtype.size
+    kv = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * context * net.dtype.size
+    return total + kv
+
+
+def run_magnetron(model: models.LanguageModel, prompt: list[int], new: int) -> tuple[float, float]:
+    model._cache, model._cached_ids = None, []  # a cold cache: no prefix reuse between runs
+    out = list(model.generate_ids(prompt, new, SamplingParams(temperature=0)))
+    assert len(out) == new, f"stopped after {len(out)} tokens"
+    s = model.stats
+    return s.prefill_tok_s, s.decode_tok_s
+
+
+def run_transformers(hf, prompt: list[int], new: int) -> tuple[float, float]:
+    ids = torch.tensor([prompt])
+    kw = dict(do_sample=False, eos_token_id=None, pad_token_id=0)
+    with torch.no_grad():
+        first = _timed(lambda: hf.generate(ids, max_new_tokens=1, **kw))
+        full = _timed(lambda: hf.generate(ids, max_new_tokens=new, min_new_tokens=new, **kw))
+    return len(prompt) / first, (new - 1) / max(full - first, 1e-9)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model", help="a HF checkpoint folder")
+    src.add_argument("--shape", choices=sorted(reference.BIG), help="build a random checkpoint of this shape")
+    ap.add_argument("--dtype", choices=sorted(TORCH_DTYPES), default="float32")
+    ap.add_argument("--hf-dtype", choices=sorted(TORCH_DTYPES), help="transformers' weight dtype (default: --dtype)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--prompt-tokens", type=int, default=128)
+    ap.add_argument("--new-tokens", type=int, default=64)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--only", choices=["magnetron", "transformers"])
+    args = ap.parse_args()
+
+    folder = args.model
+    if folder is None:
+        folder = os.path.join(tempfile.gettempdir(), f"magnetron-bench-{args.shape}-{args.dtype}")
+        if not os.path.isfile(os.path.join(folder, "config.json")):
+            print(f"building {args.shape} ({args.dtype}) in {folder} ...", flush=True)
+            reference.build(reference.BIG[args.shape], folder, TORCH_DTYPES[args.dtype])
+
+    bandwidth = read_bandwidth(args.threads)
+    torch.set_num_threads(args.threads)
+    model = models.load(folder, dtype=args.dtype, num_threads=args.threads)
+    hf_dtype = args.hf_dtype or args.dtype
+    hf = None if args.only == "magnetron" else reference.load_hf(folder, TORCH_DTYPES[hf_dtype])
+    prompt = torch.randint(0, min(model.config.vocab_size, 50000), (args.prompt_tokens,)).tolist()
+    per_token = bytes_per_token(model, args.prompt_tokens + args.new_tokens // 2)
+    bound = bandwidth / per_token
+
+    results: dict[str, list[tuple[float, float]]] = {"magnetron": [], "transformers": []}
+    for _ in range(args.runs):
+        if args.only != "transformers":
+            results["magnetron"].append(run_magnetron(model, prompt, args.new_tokens))
+        if hf is not None:
+            results["transformers"].append(run_transformers(hf, prompt, args.new_tokens))
+
+    setup = f"{args.threads} threads, prompt {args.prompt_tokens}, new {args.new_tokens}"
+    print(f"{model.config.arch}: magnetron {args.dtype}, transformers {hf_dtype}, {setup}")
+    print(f"read bandwidth {bandwidth / 1e9:.1f} GB/s, {per_token / 1e6:.1f} MB per token: bound {bound:.1f} tok/s")
+    for name, runs in results.items():
+        if runs:
+            prefill = max(r[0] for r in runs)
+            decode = max(r[1] for r in runs)
+            share = 100 * decode / bound
+            print(f"{name:>12}: prefill {prefill:7.1f} tok/s   decode {decode:6.2f} tok/s ({share:.0f}% of bound)")
+    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB, magnetron {mag.__version__}")
+
+
+if __name__ == "__main__":
+    main()

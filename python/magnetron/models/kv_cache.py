@@ -1,0 +1,56 @@
+"""A preallocated key/value cache, written in place.
+
+Every layer owns one K and one V buffer of shape (B, H_kv, capacity, D). A forward step at
+position ``pos`` with T new tokens writes its keys and values into rows pos..pos+T-1 by slice
+assignment and attends over the view of rows 0..pos+T-1: no concatenation, no copy of the past.
+``length`` counts the positions held; ``truncate`` rolls back, which is how a chat turn whose
+prompt starts with the tokens already cached runs only the tokens after that shared prefix.
+"""
+
+from __future__ import annotations
+
+from .._tensor import Tensor
+from ..dtype import DType
+
+
+class KVCache:
+    def __init__(
+        self, n_layers: int, batch: int, n_kv_heads: int, head_dim: int, capacity: int, max_capacity: int, dtype: DType
+    ) -> None:
+        self.n_layers, self.batch, self.n_kv_heads, self.head_dim = n_layers, batch, n_kv_heads, head_dim
+        self.max_capacity, self.dtype = max_capacity, dtype
+        self.k: list[Tensor] = []
+        self.v: list[Tensor] = []
+        self.capacity = 0
+        self.length = 0  # positions held: rows 0..length-1 of every buffer
+        self.reserve(capacity)
+
+    def reserve(self, n: int) -> None:
+        """Make room for ``n`` positions. Growing doubles the capacity (up to the model's context) and
+        copies the rows in use once, so a long chat costs amortised O(1) copies per token."""
+        if n > self.max_capacity:
+            raise ValueError(f"KV cache: {n} positions exceed the model's context length {self.max_capacity}")
+        if n <= self.capacity:
+            return
+        cap = min(max(n, 2 * self.capacity), self.max_capacity)
+        shape = (self.batch, self.n_kv_heads, cap, self.head_dim)
+        k = [Tensor.zeros(*shape, dtype=self.dtype) for _ in range(self.n_layers)]
+        v = [Tensor.zeros(*shape, dtype=self.dtype) for _ in range(self.n_layers)]
+        used = self.length
+        if used:
+            for new, old in zip(k + v, self.k + self.v):
+                new[:, :, :used] = old[:, :, :used]
+        self.k, self.v, self.capacity = k, v, cap
+
+    def truncate(self, n: int) -> None:
+        """Forget every position from ``n`` on (their rows are overwritten by the next writes)."""
+        self.length = min(self.length, n)
+
+    def update(self, layer: int, pos: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Write k, v (B, H_kv, T, D) at rows pos..pos+T-1 of ``layer``; return the views of rows 0..pos+T-1.
+        The caller advances ``length`` once all layers are written."""
+        end = pos + k.shape[2]
+        kbuf, vbuf = self.k[layer], self.v[layer]  # (B, H_kv, capacity, D)
+        kbuf[:, :, pos:end] = k
+        vbuf[:, :, pos:end] = v
+        return kbuf[:, :, :end], vbuf[:, :, :end]  # (B, H_kv, pos+T, D) each

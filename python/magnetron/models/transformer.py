@@ -1,0 +1,247 @@
+"""Decoder-only transformer blocks shared by GPT-2, Qwen3 and the Llama family.
+
+One pre-norm block covers all of them; the architectures differ only in ``TransformerConfig``
+flags and in how checkpoint names map onto these modules (gpt2.py, qwen3.py):
+
+    x = x + attn(norm_1(x))   # q/k/v projections (+ bias), per-head q/k RMSNorm, RoPE, GQA
+    x = x + mlp(norm_2(x))    # GELU MLP (GPT-2) or SwiGLU (Llama, Qwen)
+
+Numerics follow transformers, so that bfloat16 runs track its bfloat16 runs: activations keep
+the weights' dtype (float32 or bfloat16), matmuls accumulate in float32, norms normalise in
+float32, and RoPE rotates in the activations' dtype with cos/sin rounded to it. Attention (scores,
+softmax, the weighted sum) runs in float32, as torch's fused CPU attention does internally.
+
+Shapes: B batch, T new tokens, S = pos + T attended positions, C model width, H query heads,
+H_kv key/value heads (H_kv divides H), D head size, F MLP width, V vocabulary.
+
+References
+- Radford et al. 2019, "Language Models are Unsupervised Multitask Learners" (GPT-2).
+- Touvron et al. 2023, "LLaMA" (pre-norm RMSNorm, SwiGLU, RoPE); Ainslie et al. 2023, "GQA".
+- Su et al. 2021, "RoFormer" (rotary position embeddings); Qwen3 technical report 2025 (q/k norm).
+- Hugging Face transformers: modeling_gpt2.py, modeling_llama.py, modeling_qwen3.py (the parity
+  targets of tests/models).
+
+Non-goals: training (no dropout, no padding masks), RoPE scaling variants, sliding-window
+attention, mixture-of-experts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import dtype as _dt
+from .. import nn
+from .._tensor import Tensor
+from ..dtype import DType
+from ..nn import functional as F
+from .kv_cache import KVCache
+
+
+@dataclass
+class TransformerConfig:
+    arch: str  # "gpt2", "qwen3", "qwen2" or "llama" (the HF model_type)
+    vocab_size: int  # V
+    dim: int  # C
+    n_layers: int
+    n_heads: int  # H
+    n_kv_heads: int  # H_kv
+    head_dim: int  # D
+    ffn_dim: int  # F
+    max_seq_len: int  # the context length
+    norm: str  # "layernorm" or "rmsnorm"
+    norm_eps: float
+    mlp: str  # "gelu" (tanh approximation) or "swiglu"
+    positions: str  # "learned" (an embedding table) or "rope"
+    rope_theta: float = 10000.0
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    qk_norm: bool = False  # RMSNorm over each head's q and k (Qwen3)
+    tie_embeddings: bool = True  # lm_head shares the token embedding
+    dtype: DType = _dt.float32  # the checkpoint's weight dtype
+    bos_token_id: int | None = None
+    eos_token_ids: list[int] = field(default_factory=list)
+    hf: dict = field(default_factory=dict, repr=False)  # the config.json it came from
+
+
+class Linear(nn.Linear):
+    """``nn.Linear`` without random initialisation: a checkpoint supplies every weight, and
+    drawing 0.6B random numbers first would take longer than loading them."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool, dtype: DType) -> None:
+        nn.Module.__init__(self)
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = nn.Parameter(Tensor.empty(out_features, in_features, dtype=dtype), requires_grad=False)
+        self.bias = nn.Parameter(Tensor.empty(out_features, dtype=dtype), requires_grad=False) if bias else None
+
+
+class Embedding(nn.Embedding):
+    """``nn.Embedding`` without random initialisation (see Linear)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, dtype: DType) -> None:
+        nn.Module.__init__(self)
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.weight = nn.Parameter(Tensor.empty(num_embeddings, embedding_dim, dtype=dtype), requires_grad=False)
+
+
+class Norm(nn.Module):
+    """LayerNorm or RMSNorm over the last dim, rounded to x's dtype where transformers rounds:
+    LayerNorm once at the end (torch's kernel), RMSNorm before the scale (HF's Llama/Qwen code)."""
+
+    def __init__(self, dim: int, eps: float, kind: str, dtype: DType) -> None:
+        super().__init__()
+        self.dim, self.eps, self.kind = dim, eps, kind
+        self.weight = nn.Parameter(Tensor.ones(dim, dtype=dtype), requires_grad=False)
+        self.bias = nn.Parameter(Tensor.zeros(dim, dtype=dtype), requires_grad=False) if kind == "layernorm" else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        xf = x.cast(_dt.float32)
+        if self.bias is not None:
+            f32 = _dt.float32
+            return F.layer_norm(xf, self.dim, self.weight.cast(f32), self.bias.cast(f32), self.eps).cast(x.dtype)
+        return F.rms_norm(xf, self.dim, eps=self.eps).cast(x.dtype) * self.weight
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: TransformerConfig, dtype: DType) -> None:
+        super().__init__()
+        C, H, H_kv, D = cfg.dim, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+        self.n_heads, self.n_kv_heads, self.head_dim = H, H_kv, D
+        self.q_proj = Linear(C, H * D, cfg.qkv_bias, dtype)
+        self.k_proj = Linear(C, H_kv * D, cfg.qkv_bias, dtype)
+        self.v_proj = Linear(C, H_kv * D, cfg.qkv_bias, dtype)
+        self.o_proj = Linear(H * D, C, cfg.o_bias, dtype)
+        if cfg.qk_norm:
+            self.q_norm = Norm(D, cfg.norm_eps, "rmsnorm", dtype)
+            self.k_norm = Norm(D, cfg.norm_eps, "rmsnorm", dtype)
+        else:
+            self.q_norm = self.k_norm = None
+
+    def forward(
+        self,
+        x: Tensor,  # (B, T, C)
+        rope: tuple[Tensor, Tensor] | None,  # cos, sin: (T, D/2) each, in x's dtype
+        mask: Tensor | None,  # (T, S) boolean, True = may attend; None with is_causal or T = 1
+        is_causal: bool,
+        cache: KVCache | None,
+        layer: int,
+        pos: int,  # absolute position of x's first token
+    ) -> Tensor:
+        B, T, _ = x.shape
+        H, H_kv, D = self.n_heads, self.n_kv_heads, self.head_dim
+        q = self.q_proj(x).view(B, T, H, D)  # (B, T, H, D)
+        k = self.k_proj(x).view(B, T, H_kv, D)  # (B, T, H_kv, D)
+        v = self.v_proj(x).view(B, T, H_kv, D)  # (B, T, H_kv, D)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q = q.transpose(1, 2)  # (B, H, T, D)
+        k = k.transpose(1, 2)  # (B, H_kv, T, D)
+        v = v.transpose(1, 2)  # (B, H_kv, T, D)
+        if rope is not None:
+            q, k = F.rope(q, *rope), F.rope(k, *rope)
+        if cache is not None:  # append this step's keys/values and attend over everything held
+            k, v = cache.update(layer, pos, k, v)  # (B, H_kv, S, D) views, in the cache's dtype
+        # GQA: sdpa groups the H query heads over the H_kv key/value heads by broadcasting, no copy.
+        y = F.scaled_dot_product_attention(
+            q.cast(_dt.float32), k.cast(_dt.float32), v.cast(_dt.float32), attn_mask=mask, is_causal=is_causal
+        )  # (B, H, T, D)
+        y = y.cast(x.dtype).transpose(1, 2).reshape(B, T, H * D)  # (B, T, H*D)
+        return self.o_proj(y)  # (B, T, C)
+
+
+class MLP(nn.Module):
+    """GELU MLP, down(gelu_tanh(up(x))), or SwiGLU, down(silu(gate(x)) * up(x))."""
+
+    def __init__(self, cfg: TransformerConfig, dtype: DType) -> None:
+        super().__init__()
+        C, Fw = cfg.dim, cfg.ffn_dim
+        self.gate_proj = Linear(C, Fw, cfg.mlp_bias, dtype) if cfg.mlp == "swiglu" else None
+        self.up_proj = Linear(C, Fw, cfg.mlp_bias, dtype)
+        self.down_proj = Linear(Fw, C, cfg.mlp_bias, dtype)
+
+    def forward(self, x: Tensor) -> Tensor:  # (B, T, C)
+        if self.gate_proj is not None:
+            h = F.silu(self.gate_proj(x)) * self.up_proj(x)  # (B, T, F)
+        else:
+            h = F.gelu(self.up_proj(x), approximate="tanh")  # (B, T, F)
+        return self.down_proj(h)  # (B, T, C)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: TransformerConfig, dtype: DType) -> None:
+        super().__init__()
+        self.input_layernorm = Norm(cfg.dim, cfg.norm_eps, cfg.norm, dtype)
+        self.self_attn = Attention(cfg, dtype)
+        self.post_attention_layernorm = Norm(cfg.dim, cfg.norm_eps, cfg.norm, dtype)
+        self.mlp = MLP(cfg, dtype)
+
+    def forward(self, x: Tensor, *attn_args: object) -> Tensor:  # (B, T, C)
+        x = x + self.self_attn(self.input_layernorm(x), *attn_args)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Transformer(nn.Module):
+    """Token ids -> logits. Parameter names follow HF Llama's (``layers.0.self_attn.q_proj.weight``)."""
+
+    def __init__(self, cfg: TransformerConfig, dtype: DType | None = None) -> None:
+        super().__init__()
+        dtype = cfg.dtype if dtype is None else dtype
+        self.config, self.dtype = cfg, dtype
+        self.embed_tokens = Embedding(cfg.vocab_size, cfg.dim, dtype)
+        self.embed_positions = Embedding(cfg.max_seq_len, cfg.dim, dtype) if cfg.positions == "learned" else None
+        self.layers = nn.ModuleList([Block(cfg, dtype) for _ in range(cfg.n_layers)])
+        self.norm = Norm(cfg.dim, cfg.norm_eps, cfg.norm, dtype)
+        self.lm_head = Linear(cfg.dim, cfg.vocab_size, False, dtype)
+
+    def new_cache(self, capacity: int, batch: int = 1) -> KVCache:
+        cfg = self.config
+        cap = min(capacity, cfg.max_seq_len)
+        return KVCache(cfg.n_layers, batch, cfg.n_kv_heads, cfg.head_dim, cap, cfg.max_seq_len, self.dtype)
+
+    def forward(self, ids: Tensor, cache: KVCache | None = None, last_only: bool = False) -> Tensor:
+        """Logits (B, T, V) in float32 for ids (B, T) (only the last position's with ``last_only``).
+
+        With a cache, ids continue the cached sequence: they sit at positions cache.length onwards.
+        """
+        cfg = self.config
+        B, T = ids.shape
+        pos = cache.length if cache is not None else 0
+        S = pos + T
+        if S > cfg.max_seq_len:
+            raise ValueError(f"{cfg.arch}: {S} positions exceed the context length {cfg.max_seq_len}")
+        if cache is not None:
+            cache.reserve(S)
+        x = self.embed_tokens(ids)  # (B, T, C)
+        if self.embed_positions is not None:
+            x = x + self.embed_positions.weight[pos:S]  # (T, C) broadcast over B
+        rope = None
+        if cfg.positions == "rope":
+            cos, sin = F.rope_frequencies(T, cfg.head_dim, cfg.rope_theta, offset=pos)  # (T, D/2) each
+            rope = cos.cast(self.dtype), sin.cast(self.dtype)
+        # Query i sits at position pos + i and sees keys 0..pos+i: bottom-right aligned causality.
+        # One query sees everything cached; a fresh prompt is sdpa's (top-left aligned) is_causal.
+        is_causal = T > 1 and pos == 0
+        mask = Tensor.ones(T, S, dtype=_dt.boolean).tril(pos) if T > 1 and pos > 0 else None  # (T, S)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, rope, mask, is_causal, cache, i, pos)  # (B, T, C)
+        if cache is not None:
+            cache.length = S
+        if last_only:
+            x = x[:, T - 1 :]  # (B, 1, C)
+        return self.lm_head(self.norm(x)).cast(_dt.float32)  # (B, T, V)
+
+
+def hf_token_ids(value: object) -> list[int]:
+    """An HF ``eos_token_id`` entry (None, an int or a list of ints) as a list."""
+    if value is None:
+        return []
+    return [int(v) for v in value] if isinstance(value, list) else [int(value)]  # type: ignore[call-overload]
+
+
+def hf_dtype(hf: dict) -> DType:
+    """The weight dtype a config.json records (``dtype``, or ``torch_dtype`` before transformers 5)."""
+    name = hf.get("dtype") or hf.get("torch_dtype") or "float32"
+    dtypes = {"float32": _dt.float32, "bfloat16": _dt.bfloat16, "float16": _dt.float16}
+    if name not in dtypes:
+        raise ValueError(f"config.json: unsupported weight dtype {name!r} (supported: {', '.join(dtypes)})")
+    return dtypes[name]
