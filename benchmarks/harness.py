@@ -1,0 +1,94 @@
+"""Side-by-side timing on a shared, noisy machine (the technique of STYLE.md section 10).
+
+Contenders are interleaved (A, B, A, B, ...) so they share the same noise; each sample runs an
+inner loop calibrated to >= 0.2 s; samples during which *other* processes used more than
+~0.1 CPU are retried (bounded) and counted. Results report best and median seconds per call.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+MIN_SAMPLE_S = 0.2
+FOREIGN_CPU_LIMIT = 0.1
+MAX_RETRIES = 5
+
+
+def _cpu_busy_s() -> float:
+    """Busy CPU-seconds of the whole machine so far (all cores), from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(v) for v in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    return (sum(fields) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+@dataclass
+class Timing:
+    name: str
+    samples: list[float] = field(default_factory=list)  # seconds per call
+    retried: int = 0
+    dirty: int = 0
+
+    @property
+    def best(self) -> float:
+        return min(self.samples)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+
+def _calibrate(fn: Callable[[], object]) -> int:
+    """Calls per sample so that one sample lasts >= MIN_SAMPLE_S."""
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt >= MIN_SAMPLE_S:
+            return n
+        n = max(2 * n, int(n * MIN_SAMPLE_S / max(dt, 1e-9) * 1.1))
+
+
+def _sample(fn: Callable[[], object], n: int, t: Timing) -> None:
+    for attempt in range(MAX_RETRIES + 1):
+        busy0, own0, t0 = _cpu_busy_s(), _own_cpu_s(), time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t0
+        foreign = (_cpu_busy_s() - busy0) - (_own_cpu_s() - own0)
+        if foreign / dt <= FOREIGN_CPU_LIMIT or attempt == MAX_RETRIES:
+            if foreign / dt > FOREIGN_CPU_LIMIT:
+                t.dirty += 1
+            t.samples.append(dt / n)
+            return
+        t.retried += 1
+        time.sleep(0.05)
+
+
+def compare(contenders: dict[str, Callable[[], object]], samples: int = 7) -> dict[str, Timing]:
+    """Time every contender, interleaved; returns name -> Timing (seconds per call)."""
+    for fn in contenders.values():  # warm up
+        fn()
+    counts = {name: _calibrate(fn) for name, fn in contenders.items()}
+    results = {name: Timing(name) for name in contenders}
+    for _ in range(samples):
+        for name, fn in contenders.items():
+            _sample(fn, counts[name], results[name])
+    return results
+
+
+def noise_note(results: dict[str, Timing]) -> str:
+    retried = sum(t.retried for t in results.values())
+    dirty = sum(t.dirty for t in results.values())
+    return f"(samples retried for foreign load: {retried}, kept dirty: {dirty})"
