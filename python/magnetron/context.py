@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _C
-from . import _tensor
+from . import _C, _tensor
 from .dtype import DType
 
 
