@@ -6,7 +6,13 @@ runtime context (``mag.context``) and, as they land, autograd, ``nn``, ``optim``
 
 from __future__ import annotations
 
-from . import _C, dtype, nn, optim  # noqa: E402  (after Tensor is complete)
+from . import (
+    _C,
+    _ops_struct,  # noqa: F401  (installs its Tensor methods)
+    dtype,
+    nn,
+    optim,
+)
 from ._grad_mode import enable_grad, no_grad
 from ._tensor import Tensor
 from .context import context

@@ -9,10 +9,11 @@ follow PyTorch wherever API.md is silent.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from . import _C
+from . import _C, _ops_elementwise  # noqa: F401  (wraps pow before the dunders below are mapped)
 from . import dtype as _dt
 from ._indexing import getitem, setitem
 from ._repr import tensor_repr
@@ -452,10 +453,37 @@ _DUNDERS = {
     "sub": ("__sub__", "__rsub__", "__isub__"),
     "mul": ("__mul__", "__rmul__", "__imul__"),
     "div": ("__truediv__", "__rtruediv__", "__itruediv__"),
-    "eq": ("__eq__", None, None),
+    "floordiv": ("__floordiv__", "__rfloordiv__", "__ifloordiv__"),
+    "mod": ("__mod__", "__rmod__", "__imod__"),
+    "pow": ("__pow__", "__rpow__", "__ipow__"),
+    "bitwise_and": ("__and__", "__rand__", "__iand__"),
+    "bitwise_or": ("__or__", "__ror__", "__ior__"),
+    "bitwise_xor": ("__xor__", "__rxor__", "__ixor__"),
+    "lshift": ("__lshift__", "__rlshift__", "__ilshift__"),
+    "rshift": ("__rshift__", "__rrshift__", "__irshift__"),
 }
-_UNARY_DUNDERS = {"neg": "__neg__"}
-_ALIASES = {"truediv": "div"}
+# Comparisons: Python reflects them itself (2 < x calls x > 2).
+_COMPARE_DUNDERS = {"eq": "__eq__", "ne": "__ne__", "lt": "__lt__", "le": "__le__", "gt": "__gt__", "ge": "__ge__"}
+_UNARY_DUNDERS = {"neg": "__neg__", "abs": "__abs__", "bitwise_not": "__invert__"}
+# Other names of table ops (their in-place forms get the alias too).
+_ALIASES = {
+    "truediv": "div",
+    "reciprocal": "rcp",
+    "hardsigmoid": "hard_sigmoid",
+    "bitwise_shl": "lshift",
+    "bitwise_shr": "rshift",
+}
+
+
+def _compare_dunder(fn: Any) -> Any:
+    # Not a Tensor or a number: NotImplemented lets Python fall back (x == None is False, x < "a" a TypeError).
+    def dunder(self: Tensor, other: Any) -> Any:
+        if not isinstance(other, (Tensor, numbers.Number)):
+            return NotImplemented
+        return fn(self, other)
+
+    dunder.__doc__ = fn.__doc__
+    return dunder
 
 
 def _install() -> None:
@@ -471,10 +499,15 @@ def _install() -> None:
             setattr(Tensor, refl, getattr(Tensor, "_r" + op))
         if inplace:
             setattr(Tensor, inplace, getattr(Tensor, op + "_"))
+    for op, dunder in _COMPARE_DUNDERS.items():
+        setattr(Tensor, dunder, _compare_dunder(getattr(Tensor, op)))
     for op, dunder in _UNARY_DUNDERS.items():
         setattr(Tensor, dunder, getattr(Tensor, op))
     for alias, op in _ALIASES.items():
         setattr(Tensor, alias, getattr(Tensor, op))
+        if hasattr(Tensor, op + "_"):
+            setattr(Tensor, alias + "_", getattr(Tensor, op + "_"))
+    Tensor.__array_priority__ = 1000  # NumPy defers to our reflected operators (np.float32(2) * x)
     Tensor.__module__ = "magnetron"
 
 

@@ -57,8 +57,8 @@ void register_ops(nb::module_ &m, nb::class_<Tensor> &cls) {
         mag_op_t op = (mag_op_t)i;
         const mag_op_info_t *info = mag_op_info(op);
         std::string name = info->name;
-        switch (info->kind) {
-        case MAG_OPK_UNARY:
+        if (info->kind != MAG_OPK_UNARY && info->kind != MAG_OPK_BINARY && info->kind != MAG_OPK_COMPARE) continue;
+        if (info->n_inputs == 1) {
             cls.def(name.c_str(), [op](Tensor &x) { return Tensor(run(op, &x.t, 1, nullptr)); }, info->doc);
             if (info->flags & MAG_OPF_INPLACE)
                 cls.def((name + "_").c_str(), [op](nb::handle self) {
@@ -66,33 +66,29 @@ void register_ops(nb::module_ &m, nb::class_<Tensor> &cls) {
                     run(op, &x.t, 1, x.t);
                     return nb::borrow(self);
                 }, info->doc);
-            break;
-        case MAG_OPK_BINARY:
-        case MAG_OPK_COMPARE:
-            cls.def(name.c_str(), [op, info](Tensor &x, nb::handle other) {
+            continue;
+        }
+        cls.def(name.c_str(), [op, info](Tensor &x, nb::handle other) {
+            Tensor *keep = nullptr;
+            mag_tensor_t *in[2] = {x.t, operand(other, x.t, info->name, keep)};
+            std::unique_ptr<Tensor> guard(keep);
+            return Tensor(run(op, in, 2, nullptr));
+        }, nb::arg("other"), info->doc);
+        cls.def(("_r" + name).c_str(), [op, info](Tensor &x, nb::handle other) {
+            Tensor *keep = nullptr;
+            mag_tensor_t *in[2] = {operand(other, x.t, info->name, keep), x.t};
+            std::unique_ptr<Tensor> guard(keep);
+            return Tensor(run(op, in, 2, nullptr));
+        }, nb::arg("other"));
+        if (info->flags & MAG_OPF_INPLACE)
+            cls.def((name + "_").c_str(), [op, info](nb::handle self, nb::handle other) {
+                Tensor &x = nb::cast<Tensor &>(self);
                 Tensor *keep = nullptr;
                 mag_tensor_t *in[2] = {x.t, operand(other, x.t, info->name, keep)};
                 std::unique_ptr<Tensor> guard(keep);
-                return Tensor(run(op, in, 2, nullptr));
+                run(op, in, 2, x.t);
+                return nb::borrow(self);
             }, nb::arg("other"), info->doc);
-            cls.def(("_r" + name).c_str(), [op, info](Tensor &x, nb::handle other) {
-                Tensor *keep = nullptr;
-                mag_tensor_t *in[2] = {operand(other, x.t, info->name, keep), x.t};
-                std::unique_ptr<Tensor> guard(keep);
-                return Tensor(run(op, in, 2, nullptr));
-            }, nb::arg("other"));
-            if (info->flags & MAG_OPF_INPLACE)
-                cls.def((name + "_").c_str(), [op, info](nb::handle self, nb::handle other) {
-                    Tensor &x = nb::cast<Tensor &>(self);
-                    Tensor *keep = nullptr;
-                    mag_tensor_t *in[2] = {x.t, operand(other, x.t, info->name, keep)};
-                    std::unique_ptr<Tensor> guard(keep);
-                    run(op, in, 2, x.t);
-                    return nb::borrow(self);
-                }, nb::arg("other"), info->doc);
-            break;
-        default: break;
-        }
     }
     // Any op by table id: the Python wrappers of custom ops (python/magnetron/_ops_*.py) call this.
     m.def("_op", [](int op, std::vector<const Tensor *> inputs, std::vector<nb::handle> attrs, Tensor *out) {

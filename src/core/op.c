@@ -60,7 +60,8 @@ mag_status_t mag_dispatch(mag_op_t op, mag_dtype_t key, mag_tensor_t *out, mag_t
     if (out) mag_tensor_bump_version(out);
     int st = atomic_load(&status);
     if (st == MAG_ERR_ZERO_DIVISION)
-        return mag_error(MAG_ERR_ZERO_DIVISION, "%s: integer division or modulo by zero", op_infos[op].name);
+        return mag_error(MAG_ERR_ZERO_DIVISION, "%s: integer division or modulo by zero (dtype %s, result shape %s)",
+                         op_infos[op].name, MAG_DTNAME(key), out ? MAG_SHAPE(out) : "()");
     if (st != MAG_OK) return mag_error((mag_status_t)st, "%s: kernel failed", op_infos[op].name);
     return MAG_OK;
 }
@@ -88,7 +89,7 @@ static mag_status_t finish_into(const char *name, mag_tensor_t *result, mag_tens
 
 mag_status_t mag_front_elementwise(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, const mag_scalar_t *attrs,
                                    int64_t n_attrs, mag_tensor_t **out) {
-    (void)n_in, (void)attrs, (void)n_attrs;
+    (void)n_in;
     const mag_op_info_t *info = &op_infos[op];
     mag_tensor_t *a = in[0], *b = info->n_inputs > 1 ? in[1] : NULL;
     mag_dtype_t compute = b ? mag_dtype_promote(a->dtype, b->dtype) : a->dtype;
@@ -132,7 +133,7 @@ mag_status_t mag_front_elementwise(mag_op_t op, mag_tensor_t *const *in, int64_t
     }
     if (s == MAG_OK) {
         mag_tensor_t *args[2] = {ta, tb};
-        s = mag_dispatch(op, compute, result, args, b ? 2 : 1, NULL, 0, result->numel, false);
+        s = mag_dispatch(op, compute, result, args, b ? 2 : 1, attrs, n_attrs, result->numel, false);
     }
     if (s == MAG_OK && dst && !direct) s = finish_into(info->name, result, dst);
     mag_tensor_release(tmp_a);

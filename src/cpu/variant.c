@@ -2,10 +2,15 @@
  * One kernel table per ISA level: this file is compiled once per variant with that level's
  * flags and MAG_CPU_VARIANT set to its name; every kernel is static, so the copies never clash.
  */
+#include "kernels/binary.c"
+#include "kernels/bitwise.c"
+#include "kernels/compare.c"
 #include "kernels/copy.c"
-#include "kernels/elementwise.c"
 #include "kernels/fill.c"
 #include "kernels/index.c"
+#include "kernels/matmul.c"
+#include "kernels/struct.c" /* after copy.c: repeat, cat and stack use its kernel */
+#include "kernels/unary.c"
 
 #ifndef MAG_CPU_VARIANT
 #error "MAG_CPU_VARIANT must name the variant being built"
@@ -96,8 +101,13 @@ const uint64_t MAG_CAT(mag_cpu_needs_, MAG_CPU_VARIANT) = 0
 
 void MAG_CAT(mag_cpu_table_, MAG_CPU_VARIANT)(mag_kernel_table_t t);
 void MAG_CAT(mag_cpu_table_, MAG_CPU_VARIANT)(mag_kernel_table_t t) {
+    register_binary(t);
+    register_bitwise(t);
+    register_compare(t);
     register_copy(t);
-    register_elementwise(t);
     register_fill(t);
     register_index(t);
+    register_matmul(t);
+    register_struct(t);
+    register_unary(t);
 }

@@ -20,4 +20,10 @@ static inline void mag_run_rows(const mag_kernel_args_t *a, int64_t ti, int64_t 
 #define MAG_ROW_KERNEL(name, n_in)                                                                                     \
     static void k_##name(const mag_kernel_args_t *a, int64_t ti, int64_t nt) { mag_run_rows(a, ti, nt, n_in, row_##name); }
 
+/* A double in [0, 1) with 53 random bits from one Philox block (random kernels in fill.c, struct.c). */
+static inline double uniform01_53(const uint32_t w[4]) {
+    uint64_t bits = ((uint64_t)w[0] << 21) ^ (w[1] >> 11);
+    return (double)(bits & ((1ull << 53) - 1)) * 0x1.0p-53;
+}
+
 #endif

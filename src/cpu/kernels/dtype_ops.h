@@ -19,6 +19,19 @@
 #define MAG_BOOL_DTYPES(X) X(BOOLEAN, uint8_t, bool)
 #define MAG_ALL_DTYPES(X) MAG_NUMERIC_DTYPES(X) MAG_BOOL_DTYPES(X)
 
+/*
+ * The same lists carrying one extra argument through: X(arg, ID, storage type, compute type).
+ * They let an op list fan each of its lines out over a dtype set (see kernels/ew.h).
+ */
+#define MAG_FLOAT_DTYPES_A(X, a) X(a, FLOAT32, float, float) X(a, FLOAT16, uint16_t, float) X(a, BFLOAT16, uint16_t, float) X(a, FLOAT64, double, double)
+#define MAG_SINT_DTYPES_A(X, a) X(a, INT8, int8_t, int8_t) X(a, INT16, int16_t, int16_t) X(a, INT32, int32_t, int32_t) X(a, INT64, int64_t, int64_t)
+#define MAG_UINT_DTYPES_A(X, a) X(a, UINT8, uint8_t, uint8_t) X(a, UINT16, uint16_t, uint16_t) X(a, UINT32, uint32_t, uint32_t) X(a, UINT64, uint64_t, uint64_t)
+#define MAG_BOOL_DTYPES_A(X, a) X(a, BOOLEAN, uint8_t, bool)
+#define MAG_INT_DTYPES_A(X, a) MAG_SINT_DTYPES_A(X, a) MAG_UINT_DTYPES_A(X, a)
+#define MAG_INTEGRAL_DTYPES_A(X, a) MAG_INT_DTYPES_A(X, a) MAG_BOOL_DTYPES_A(X, a)
+#define MAG_NUMERIC_DTYPES_A(X, a) MAG_FLOAT_DTYPES_A(X, a) MAG_INT_DTYPES_A(X, a)
+#define MAG_ALL_DTYPES_A(X, a) MAG_NUMERIC_DTYPES_A(X, a) MAG_BOOL_DTYPES_A(X, a)
+
 /* load: storage -> compute */
 #define MAG_LD_FLOAT32(v) (v)
 #define MAG_LD_FLOAT16(v) mag_f16_to_f32(v)

@@ -11,11 +11,6 @@ typedef struct fill_row_ctx {
     int64_t pos;
 } fill_row_ctx_t;
 
-static inline double uniform01_53(const uint32_t w[4]) { /* [0, 1) with 53 random bits */
-    uint64_t bits = ((uint64_t)w[0] << 21) ^ (w[1] >> 11);
-    return (double)(bits & ((1ull << 53) - 1)) * 0x1.0p-53;
-}
-
 static inline float uniform01_24(uint32_t w) { return (float)(w >> 8) * 0x1.0p-24f; }
 
 #define FILL_KERNELS(ID, ST, CT)                                                                                       \

@@ -1,0 +1,162 @@
+/*
+ * MATMUL: C = A . B for every batch entry; a cache-blocked GEMM in portable C.
+ *
+ * The front end (src/core/ops_matmul.c) hands over A (..., M, K), B (..., K, N) and C (..., M, N)
+ * of one rank, batch dims already broadcast (stride 0), any strides (transposed, sliced, negative):
+ * packing reads them, so no operand is ever copied to make it contiguous.
+ *
+ * Blocking (Goto/BLIS style): C is cut into MC x NC tiles, shared out among threads. For a tile,
+ * each KC-deep slice of A (MC x KC, sized for L2) and B (KC x NC) is packed into MR-row and
+ * NR-column panels of the compute type, zero-padded at the edges; the micro-kernel then adds
+ * A-panel . B-panel into an MR x NR block of a compute-type accumulator tile that is written to C
+ * (converted to C's dtype) once the whole K loop is done. So 16-bit floats accumulate in float32,
+ * and integers in 32/64-bit unsigned arithmetic (wrapping, the same result modulo 2^bits as
+ * PyTorch's).
+ *
+ * The micro-kernels are the place for per-ISA code: mag_gemm_micro_<ct>(kc, ap, bp, c, ldc) adds
+ * sum_k ap[k*MR + i] * bp[k*NR + j] to c[i*ldc + j] for i < MR, j < NR. The generic versions are
+ * plain loops over a local accumulator block that the compiler keeps in vector registers.
+ */
+#include "common.h"
+
+/* Block sizes and micro-kernel shapes were measured on the generic (SSE2) build: 4 x 8 floats keeps
+ * the accumulators and operands within 16 vector registers (2 x 16, 3 x 16, 4 x 16, 6 x 8 and 8 x 8
+ * were slower); KC x NR of B stays in L1 while MC x KC of A streams from L2. */
+#define GEMM_KC 256
+#define GEMM_MC 96
+#define GEMM_NC 512
+
+/* One batch entry: element strides converted to bytes. */
+typedef struct gemm_view {
+    int64_t m, n, k;
+    const uint8_t *a, *b;
+    uint8_t *c;
+    int64_t sam, sak, sbk, sbn, scm, scn;
+} gemm_view_t;
+
+/* ---- micro-kernels, one per compute type: (name, compute type, MR, NR) ---- */
+#define GEMM_MICRO(CTN, CT, MR, NR)                                                                                    \
+    enum { MR_##CTN = MR, NR_##CTN = NR };                                                                             \
+    static inline void mag_gemm_micro_##CTN(int64_t kc, const CT *restrict ap, const CT *restrict bp, CT *restrict c,  \
+                                            int64_t ldc) {                                                             \
+        CT acc[MR][NR] = {{0}};                                                                                        \
+        for (int64_t k = 0; k < kc; ++k, ap += MR, bp += NR)                                                           \
+            for (int i = 0; i < MR; ++i)                                                                               \
+                for (int j = 0; j < NR; ++j) acc[i][j] += ap[i] * bp[j];                                               \
+        for (int i = 0; i < MR; ++i)                                                                                   \
+            for (int j = 0; j < NR; ++j) c[i * ldc + j] += acc[i][j];                                                  \
+    }
+GEMM_MICRO(f32, float, 4, 8)
+GEMM_MICRO(f64, double, 4, 4)
+GEMM_MICRO(u32, uint32_t, 4, 8)
+GEMM_MICRO(u64, uint64_t, 4, 4)
+
+/* ---- the driver, per storage dtype: X(ID, storage type, compute type, micro-kernel name) ---- */
+#define GEMM_DTYPES(X)                                                                                                 \
+    X(FLOAT32, float, float, f32) X(FLOAT16, uint16_t, float, f32) X(BFLOAT16, uint16_t, float, f32)                   \
+    X(FLOAT64, double, double, f64) X(INT8, int8_t, uint32_t, u32) X(UINT8, uint8_t, uint32_t, u32)                    \
+    X(INT16, int16_t, uint32_t, u32) X(UINT16, uint16_t, uint32_t, u32) X(INT32, int32_t, uint32_t, u32)               \
+    X(UINT32, uint32_t, uint32_t, u32) X(INT64, int64_t, uint64_t, u64) X(UINT64, uint64_t, uint64_t, u64)
+
+#define GEMM_DRIVER(ID, ST, CT, CTN)                                                                                   \
+    /* rows [0, rows) x depth [0, kc) of a matrix with byte strides (s_row, s_depth) into PANEL-row panels */         \
+    static void gemm_pack_##ID(CT *restrict dst, const uint8_t *src, int64_t s_row, int64_t s_depth, int64_t rows,    \
+                               int64_t kc, int panel) {                                                                \
+        for (int64_t r0 = 0; r0 < rows; r0 += panel) {                                                                 \
+            int64_t pr = rows - r0 < panel ? rows - r0 : panel;                                                        \
+            const uint8_t *base = src + r0 * s_row;                                                                    \
+            for (int64_t k = 0; k < kc; ++k, dst += panel) {                                                           \
+                const uint8_t *col = base + k * s_depth;                                                               \
+                for (int64_t i = 0; i < pr; ++i) dst[i] = (CT)MAG_LD_##ID(*(const ST *)(col + i * s_row));             \
+                for (int64_t i = pr; i < panel; ++i) dst[i] = 0;                                                       \
+            }                                                                                                          \
+        }                                                                                                              \
+    }                                                                                                                  \
+    /* C[m0:m0+mc, n0:n0+nc] of one batch entry; pa, pb, ct are this thread's scratch */                              \
+    static void gemm_tile_##ID(const gemm_view_t *g, int64_t m0, int64_t mc, int64_t n0, int64_t nc, CT *pa, CT *pb,  \
+                               CT *ct) {                                                                               \
+        int64_t mp = (mc + MR_##CTN - 1) / MR_##CTN * MR_##CTN, np = (nc + NR_##CTN - 1) / NR_##CTN * NR_##CTN;        \
+        memset(ct, 0, (size_t)(mp * np) * sizeof(CT));                                                                 \
+        for (int64_t p0 = 0; p0 < g->k; p0 += GEMM_KC) {                                                               \
+            int64_t kc = g->k - p0 < GEMM_KC ? g->k - p0 : GEMM_KC;                                                    \
+            gemm_pack_##ID(pa, g->a + m0 * g->sam + p0 * g->sak, g->sam, g->sak, mc, kc, MR_##CTN);                    \
+            gemm_pack_##ID(pb, g->b + n0 * g->sbn + p0 * g->sbk, g->sbn, g->sbk, nc, kc, NR_##CTN);                    \
+            for (int64_t j = 0; j < np; j += NR_##CTN)                                                                 \
+                for (int64_t i = 0; i < mp; i += MR_##CTN)                                                             \
+                    mag_gemm_micro_##CTN(kc, pa + i * kc, pb + j * kc, ct + i * np + j, np);                           \
+        }                                                                                                              \
+        for (int64_t i = 0; i < mc; ++i) {                                                                             \
+            uint8_t *row = g->c + (m0 + i) * g->scm + n0 * g->scn;                                                     \
+            for (int64_t j = 0; j < nc; ++j) *(ST *)(row + j * g->scn) = MAG_ST_##ID(ct[i * np + j]);                  \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void k_matmul_##ID(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {                                   \
+        gemm_tiles_t tl;                                                                                               \
+        if (!gemm_tiles_init(&tl, a, sizeof(ST), MR_##CTN, NR_##CTN, ti, nt)) return;                                 \
+        size_t bytes = (size_t)(tl.mcap * tl.kcap + tl.kcap * tl.ncap + tl.mcap * tl.ncap) * sizeof(CT);               \
+        CT *pa = mag_alloc(bytes);                                                                                     \
+        if (!pa) {                                                                                                     \
+            atomic_store(a->status, MAG_ERR_MEMORY);                                                                   \
+            return;                                                                                                    \
+        }                                                                                                              \
+        gemm_view_t g;                                                                                                 \
+        int64_t m0, mc, n0, nc;                                                                                        \
+        while (gemm_tiles_next(&tl, &g, &m0, &mc, &n0, &nc))                                                           \
+            gemm_tile_##ID(&g, m0, mc, n0, nc, pa, pa + tl.mcap * tl.kcap, pa + (tl.mcap + tl.ncap) * tl.kcap);         \
+        mag_free(pa, bytes);                                                                                           \
+    }
+
+/* ---- tiles: a thread's share of the (batch, MC row block, NC column block) grid ---- */
+typedef struct gemm_tiles {
+    const mag_kernel_args_t *a;
+    int64_t rank, m, n, k, tm, tn, next, end;
+    int64_t mcap, ncap, kcap; /* scratch extents: MC and NC rounded to panels, KC; less for small problems */
+    int64_t es;
+} gemm_tiles_t;
+
+static bool gemm_tiles_init(gemm_tiles_t *t, const mag_kernel_args_t *a, size_t es, int mr, int nr, int64_t ti,
+                            int64_t nt) {
+    const mag_tensor_t *c = a->out;
+    t->a = a;
+    t->rank = c->rank;
+    t->es = (int64_t)es;
+    t->m = c->shape[c->rank - 2];
+    t->n = c->shape[c->rank - 1];
+    t->k = a->in[0]->shape[c->rank - 1];
+    t->tm = (t->m + GEMM_MC - 1) / GEMM_MC;
+    t->tn = (t->n + GEMM_NC - 1) / GEMM_NC;
+    int64_t mc = t->m < GEMM_MC ? t->m : GEMM_MC, nc = t->n < GEMM_NC ? t->n : GEMM_NC;
+    t->mcap = (mc + mr - 1) / mr * mr;
+    t->ncap = (nc + nr - 1) / nr * nr;
+    t->kcap = t->k < GEMM_KC ? t->k : GEMM_KC;
+    mag_partition(c->numel / (t->m * t->n) * t->tm * t->tn, ti, nt, &t->next, &t->end);
+    return t->next < t->end;
+}
+
+/* The next tile: its batch entry's view and its row/column range. */
+static bool gemm_tiles_next(gemm_tiles_t *t, gemm_view_t *g, int64_t *m0, int64_t *mc, int64_t *n0, int64_t *nc) {
+    if (t->next >= t->end) return false;
+    int64_t tile = t->next++, per_batch = t->tm * t->tn, batch = tile / per_batch, rest = tile % per_batch;
+    *m0 = rest / t->tn * GEMM_MC;
+    *n0 = rest % t->tn * GEMM_NC;
+    *mc = t->m - *m0 < GEMM_MC ? t->m - *m0 : GEMM_MC;
+    *nc = t->n - *n0 < GEMM_NC ? t->n - *n0 : GEMM_NC;
+    const mag_tensor_t *A = t->a->in[0], *B = t->a->in[1], *C = t->a->out;
+    int64_t oa = 0, ob = 0, oc = 0, r = t->rank;
+    for (int64_t d = r - 3; d >= 0; --d) { /* unravel the batch index: once per tile */
+        int64_t i = batch % C->shape[d];
+        batch /= C->shape[d];
+        oa += i * A->strides[d], ob += i * B->strides[d], oc += i * C->strides[d];
+    }
+    int64_t es = t->es;
+    *g = (gemm_view_t){t->m, t->n, t->k, (const uint8_t *)mag_tensor_data(A) + oa * es,
+                       (const uint8_t *)mag_tensor_data(B) + ob * es, (uint8_t *)mag_tensor_data(C) + oc * es,
+                       A->strides[r - 2] * es, A->strides[r - 1] * es, B->strides[r - 2] * es, B->strides[r - 1] * es,
+                       C->strides[r - 2] * es, C->strides[r - 1] * es};
+    return true;
+}
+
+GEMM_DTYPES(GEMM_DRIVER)
+
+#define REG_MATMUL(ID, ST, CT, CTN) t[MAG_OP_MATMUL][MAG_DTYPE_##ID] = k_matmul_##ID;
+static void register_matmul(mag_kernel_table_t t) { GEMM_DTYPES(REG_MATMUL) }
