@@ -17,7 +17,7 @@ import pytest
 PYTHON_DIR = str(Path(mag.__file__).resolve().parent.parent)
 
 # Runs in a fresh interpreter: a few ops on every path (SIMD body and tail, broadcast, f16/bf16,
-# integers, 1 and 2 threads), compared with NumPy; prints the variant in use.
+# matmul, integers, 1 and 2 threads), compared with NumPy; prints the variant in use.
 OPS_SCRIPT = textwrap.dedent(
     """
     import numpy as np
@@ -42,6 +42,8 @@ OPS_SCRIPT = textwrap.dedent(
                                           + y.astype(np.float16).astype(np.float32)).astype(np.float16))
         bf = (a.cast(mag.bfloat16) * 2).cast(mag.float32).numpy()
         np.testing.assert_allclose(bf, 2 * x, rtol=2 ** -7)
+        p, q = rng.standard_normal((130, 67)).astype(np.float32), rng.standard_normal((67, 45)).astype(np.float32)
+        np.testing.assert_allclose((mag.Tensor(p) @ mag.Tensor(q)).numpy(), p @ q, rtol=1e-4, atol=1e-4)
         i = rng.integers(-1000, 1000, 50_001).astype(np.int32)
         np.testing.assert_array_equal((mag.Tensor(i) + mag.Tensor(i)).numpy(), i + i)
     print(mag.context.cpu_info()["variant"])
