@@ -39,17 +39,17 @@ typedef struct worker {
 } worker_t;
 
 static struct {
-    uint32_t n_threads;  /* configured, the caller included */
-    worker_t *workers;   /* started lazily: workers[i] runs share i + 1 */
+    uint32_t n_threads; /* configured, the caller included */
+    worker_t *workers;  /* started lazily: workers[i] runs share i + 1 */
     uint32_t n_workers;
     bool stop;
     /* the current job, written before it is posted */
     mag_kernel_fn fn;
     const mag_kernel_args_t *args;
     int64_t nt;
-    uint64_t job;                 /* jobs run so far */
+    uint64_t job; /* jobs run so far */
     _Alignas(64) atomic_int_fast64_t pending; /* worker shares of this job still running */
-    mailbox_t done;               /* the caller waits here for `job` */
+    mailbox_t done;                           /* the caller waits here for `job` */
 } pool = {.n_threads = 1};
 
 static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER; /* held while a job runs or the pool changes */
@@ -100,7 +100,7 @@ static void mailbox_post(mailbox_t *m, uint64_t value) {
 
 static void *worker_main(void *p) {
     worker_t *w = p;
-    for (uint64_t seen = 0;; ) {
+    for (uint64_t seen = 0;;) {
         mailbox_wait(&w->box, ++seen);
         if (pool.stop) return NULL;
         /* Copy the job: once this share is counted done, the caller may post the next one. */
