@@ -62,6 +62,7 @@ static void feature_list(char *buf, size_t size, uint64_t mask) {
 
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fail(const char *fmt, ...) {
+    if (init_status != MAG_OK) return; /* report the first problem */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(init_msg, sizeof(init_msg), fmt, ap);
