@@ -2,9 +2,12 @@
  * The thread pool. Workers persist between ops. A worker waits for work on its own mailbox:
  * it spins briefly (with the pause instruction) so a stream of ops pays no wake-up latency,
  * then sleeps on its own condition variable so an idle process burns no CPU. A job of nt
- * shares posts to workers 1..nt-1 only; share 0 runs on the caller, which then waits for the
- * others the same way. One job runs at a time: a thread that finds the pool busy (another
- * thread's op, or a resize) runs its op alone rather than wait.
+ * shares posts to workers 1..nt-1 only and runs share 0 on the caller. Each posted share is
+ * claimed by one compare-and-swap, by its worker or, once the caller is done with share 0, by
+ * the caller: a worker that is asleep or descheduled (a busy machine) costs at worst the
+ * serial time, never a scheduler slice. The caller then waits only for shares being run.
+ * One job runs at a time: a thread that finds the pool busy (another thread's op, or a
+ * resize) runs its op alone rather than wait.
  */
 #include "threadpool.h"
 
@@ -21,8 +24,9 @@
 #define cpu_pause() ((void)0)
 #endif
 
-/* How long a waiter spins before it sleeps: longer than the gap between two ops of a Python loop. */
-#define SPIN_NS 100000
+/* How long a waiter spins before it sleeps: well above the gap between two ops of a Python loop
+ * (a few us), well below a scheduler slice. */
+#define SPIN_NS 50000
 
 /* A counter one thread waits on and another advances, with the sleep path of the waiter. */
 typedef struct mailbox {
@@ -33,7 +37,7 @@ typedef struct mailbox {
 } mailbox_t;
 
 typedef struct worker {
-    mailbox_t box; /* jobs posted to this worker so far */
+    mailbox_t box; /* (job << 1) | CLAIMED: the last job that has a share for this worker */
     pthread_t thread;
     int64_t ti; /* its share index */
 } worker_t;
@@ -42,15 +46,17 @@ static struct {
     uint32_t n_threads; /* configured, the caller included */
     worker_t *workers;  /* started lazily: workers[i] runs share i + 1 */
     uint32_t n_workers;
-    bool stop;
+    atomic_bool stop;
     /* the current job, written before it is posted */
     mag_kernel_fn fn;
     const mag_kernel_args_t *args;
     int64_t nt;
-    uint64_t job; /* jobs run so far */
-    _Alignas(64) atomic_int_fast64_t pending; /* worker shares of this job still running */
-    mailbox_t done;                           /* the caller waits here for `job` */
+    uint64_t job; /* jobs run so far; the first is 1 */
+    _Alignas(64) atomic_int_fast64_t pending; /* shares 1..nt-1 of this job not finished */
+    mailbox_t done;                           /* the last job finished */
 } pool = {.n_threads = 1};
+
+#define CLAIMED 1u
 
 static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER; /* held while a job runs or the pool changes */
 
@@ -68,25 +74,26 @@ static uint64_t now_ns(void) {
 }
 
 /*
- * Wait until m->value == target. The sleeping flag and the value are both seq_cst, so either
- * the waiter sees the new value or the poster sees the flag (and then signals under the mutex
- * the waiter holds until it is inside pthread_cond_wait): no wake-up is lost.
+ * Wait until m->value != old and return it. The sleeping flag and the value are both seq_cst,
+ * so either the waiter sees the new value or the poster sees the flag (and then signals under
+ * the mutex the waiter holds until it is inside pthread_cond_wait): no wake-up is lost.
  */
-static void mailbox_wait(mailbox_t *m, uint64_t target) {
-    uint64_t t0 = 0;
-    for (uint32_t i = 0; atomic_load_explicit(&m->value, memory_order_acquire) != target; ++i) {
+static uint64_t mailbox_wait(mailbox_t *m, uint64_t old) {
+    uint64_t v, t0 = 0;
+    for (uint32_t i = 0; (v = atomic_load_explicit(&m->value, memory_order_acquire)) == old; ++i) {
         cpu_pause();
         if ((i & 255) != 255) continue;
         if (!t0) t0 = now_ns();
         else if (now_ns() - t0 > SPIN_NS) {
             pthread_mutex_lock(&m->mu);
             atomic_store(&m->sleeping, true);
-            while (atomic_load(&m->value) != target) pthread_cond_wait(&m->cv, &m->mu);
+            while ((v = atomic_load(&m->value)) == old) pthread_cond_wait(&m->cv, &m->mu);
             atomic_store(&m->sleeping, false);
             pthread_mutex_unlock(&m->mu);
-            return;
+            break;
         }
     }
+    return v;
 }
 
 static void mailbox_post(mailbox_t *m, uint64_t value) {
@@ -98,26 +105,35 @@ static void mailbox_post(mailbox_t *m, uint64_t value) {
     }
 }
 
+/* Claim this worker's share of `job`; exactly one of the worker and the caller succeeds. */
+static bool claim(worker_t *w, uint64_t job) {
+    uint64_t posted = job << 1;
+    return atomic_compare_exchange_strong(&w->box.value, &posted, posted | CLAIMED);
+}
+
+static void run_share(int64_t ti, uint64_t job) {
+    pool.fn(pool.args, ti, pool.nt);
+    if (atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_acq_rel) == 1) mailbox_post(&pool.done, job);
+}
+
 static void *worker_main(void *p) {
     worker_t *w = p;
     for (uint64_t seen = 0;;) {
-        mailbox_wait(&w->box, ++seen);
-        if (pool.stop) return NULL;
-        /* Copy the job: once this share is counted done, the caller may post the next one. */
-        mag_kernel_fn fn = pool.fn;
-        const mag_kernel_args_t *a = pool.args;
-        int64_t nt = pool.nt;
-        uint64_t job = pool.job;
-        fn(a, w->ti, nt);
-        if (atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_acq_rel) == 1) mailbox_post(&pool.done, job);
+        seen = mailbox_wait(&w->box, seen);
+        if (atomic_load(&pool.stop)) return NULL;
+        /* A claimed share keeps its job (and pool.fn, args, nt) in flight until it finishes. */
+        if (!(seen & CLAIMED) && claim(w, seen >> 1)) {
+            seen |= CLAIMED;
+            run_share(w->ti, seen >> 1);
+        }
     }
 }
 
 static void stop_workers(void) {
-    pool.stop = true;
+    atomic_store(&pool.stop, true);
     for (uint32_t i = 0; i < pool.n_workers; ++i) {
         worker_t *w = &pool.workers[i];
-        mailbox_post(&w->box, atomic_load(&w->box.value) + 1);
+        mailbox_post(&w->box, atomic_load(&w->box.value) + 2);
     }
     for (uint32_t i = 0; i < pool.n_workers; ++i) {
         pthread_join(pool.workers[i].thread, NULL);
@@ -127,7 +143,7 @@ static void stop_workers(void) {
     free(pool.workers);
     pool.workers = NULL;
     pool.n_workers = 0;
-    pool.stop = false;
+    atomic_store(&pool.stop, false);
 }
 
 /* A forked child has only the forking thread: forget the parent's workers (the child starts its own). */
@@ -189,12 +205,11 @@ void mag_pool_run(mag_kernel_fn fn, const mag_kernel_args_t *a, int64_t nt) {
             pool.nt = nt;
             uint64_t job = ++pool.job;
             atomic_store_explicit(&pool.pending, nt - 1, memory_order_relaxed);
-            for (int64_t i = 0; i < nt - 1; ++i) {
-                mailbox_t *box = &pool.workers[i].box;
-                mailbox_post(box, atomic_load_explicit(&box->value, memory_order_relaxed) + 1);
-            }
+            for (int64_t i = 0; i < nt - 1; ++i) mailbox_post(&pool.workers[i].box, job << 1);
             fn(a, 0, nt);
-            mailbox_wait(&pool.done, job);
+            for (int64_t i = 0; i < nt - 1; ++i)
+                if (claim(&pool.workers[i], job)) run_share(i + 1, job);
+            mailbox_wait(&pool.done, job - 1); /* jobs finish in order: done holds job - 1 until this one ends */
             pthread_mutex_unlock(&run_mu);
             return;
         }
