@@ -54,10 +54,13 @@ typedef enum mag_status {
     MAG_ERR_ZERO_DIVISION,  /* integer division or modulo by zero     -> ZeroDivisionError */
     MAG_ERR_FORMAT,         /* corrupt or truncated file              -> magnetron.FormatError */
     MAG_ERR_UNSUPPORTED,    /* no kernel for this op/dtype/device     -> RuntimeError */
+    MAG_ERR_IO,             /* the OS refused a file operation        -> OSError (errno kept) */
 } mag_status_t;
 
 /* The message of the last failure on this thread ("" when none). */
 const char *mag_last_error(void);
+/* The errno behind the last MAG_ERR_IO on this thread (0 when none). */
+int mag_last_errno(void);
 
 /* ---- dtypes (table: src/core/dtypes.def) ---- */
 typedef enum mag_dtype {
@@ -130,7 +133,7 @@ int64_t mag_tensor_numel(const mag_tensor_t *t);
 /* Address of element [0, ..., 0] (may be inside the storage when strides are negative). */
 void *mag_tensor_data(const mag_tensor_t *t);
 bool mag_tensor_is_contiguous(const mag_tensor_t *t);
-bool mag_tensor_is_view(const mag_tensor_t *t);       /* shares storage with another tensor */
+bool mag_tensor_is_view(const mag_tensor_t *t);       /* made as a view of another tensor (its base is not) */
 bool mag_tensor_is_read_only(const mag_tensor_t *t);
 mag_owner_t mag_tensor_owner(const mag_tensor_t *t);
 bool mag_tensor_requires_grad(const mag_tensor_t *t);
@@ -225,6 +228,21 @@ mag_status_t mag_tensor_copy_(mag_tensor_t *dst, mag_tensor_t *src);            
 /* Read one element (by multi-index) as a scalar of the tensor's kind. */
 mag_status_t mag_tensor_get(const mag_tensor_t *t, const int64_t *index, mag_scalar_t *out);
 
+/* ---- autograd ---- */
+/* Grad mode is thread-local; mag_set_grad_enabled returns the previous state so callers can restore it. */
+bool mag_grad_enabled(void);
+bool mag_set_grad_enabled(bool on);
+/* Accumulate d(t)/d(leaf) * grad into every leaf's .grad; grad NULL means ones (t must have one element). */
+mag_status_t mag_tensor_backward(mag_tensor_t *t, mag_tensor_t *grad, bool retain_graph);
+bool mag_tensor_is_leaf(const mag_tensor_t *t);
+mag_tensor_t *mag_tensor_grad(const mag_tensor_t *t); /* borrowed; NULL when none */
+mag_status_t mag_tensor_set_grad(mag_tensor_t *t, mag_tensor_t *grad); /* NULL clears */
+const char *mag_tensor_grad_fn(const mag_tensor_t *t); /* name of the op that made t, or NULL */
+/* Shares storage, no history, requires_grad false. */
+mag_status_t mag_tensor_detach(mag_tensor_t *t, mag_tensor_t **out);
+/* Whether table op `op` has a gradient (float ops need one unless flagged MAG_OPF_NOGRAD). */
+bool mag_op_has_grad(mag_op_t op);
+
 /* ---- runtime context ---- */
 void mag_manual_seed(uint64_t seed);
 /* Threads the CPU kernels use, the caller included (default: the CPUs this process may use, after
@@ -262,6 +280,123 @@ const char *mag_cpu_feature_name(uint32_t bit);
 /* Live bytes held by tensors and bytes parked in the caching allocator. */
 void mag_alloc_stats(size_t *live_bytes, size_t *cached_bytes);
 void mag_alloc_trim(void);
+
+/* ---- .mag snapshots (the format: docs/format.md) ----
+ *
+ * Reading maps the file (or reads it into private memory) and validates the header, the
+ * metadata and the tensor directory: every count, length, offset and shape is bounds- and
+ * overflow-checked and the header checksum is verified, so a bad file gives MAG_ERR_FORMAT
+ * with a message naming the file and the problem. Tensors handed out point into the mapping
+ * (read-only) and keep it alive after mag_snapshot_close().
+ *
+ *     mag_snapshot_t *s;
+ *     if (mag_snapshot_open("model.mag", MAG_SNAPSHOT_MMAP, &s) != MAG_OK) puts(mag_last_error());
+ *     for (int64_t i = 0; i < mag_snapshot_tensor_count(s); ++i) {
+ *         mag_tensor_t *t;
+ *         mag_snapshot_tensor(s, i, &t);  // zero copy
+ *         ...
+ *         mag_tensor_release(t);
+ *     }
+ *     mag_snapshot_close(s);
+ *
+ * Writing is atomic: data goes to a temporary file in the target's directory, which is
+ * fsync'ed and renamed into place by mag_snapshot_write_commit(); any failure (or
+ * mag_snapshot_write_abort()) removes it. Declare every tensor first (the layout is fixed by
+ * then), then write each one's data, then commit:
+ *
+ *     mag_snapshot_writer_t *w;
+ *     int64_t i;
+ *     mag_snapshot_write_begin("out.mag", &w);
+ *     mag_snapshot_write_metadata(w, "general.architecture", &(mag_value_t){.type = MAG_VALUE_STRING,
+ *                                 .len = 4, .str = "gpt2"});
+ *     mag_snapshot_write_declare(w, "wte.weight", MAG_DTYPE_FLOAT32, 2, shape, &i);
+ *     mag_snapshot_write_tensor(w, i, t);
+ *     mag_snapshot_write_commit(w);  // frees w, whatever happens
+ */
+#define MAG_SNAPSHOT_VERSION 1
+#define MAG_SNAPSHOT_ALIGNMENT 64 /* what the writer uses; readers accept any power of two in [64, 65536] */
+
+/* CRC32C (Castagnoli): hardware instructions when the CPU has them. Start with crc = 0. */
+uint32_t mag_crc32c(uint32_t crc, const void *data, size_t n);
+uint32_t mag_crc32c_portable(uint32_t crc, const void *data, size_t n); /* the table path, for tests */
+const char *mag_crc32c_impl(void);                                      /* "sse4.2", "armv8-crc" or "table" */
+
+/* Metadata values. Codes are the format's (docs/format.md) and never change. */
+typedef enum mag_value_type {
+    MAG_VALUE_U64 = 0,
+    MAG_VALUE_I64 = 1,
+    MAG_VALUE_F64 = 2,
+    MAG_VALUE_BOOL = 3,
+    MAG_VALUE_STRING = 4, /* UTF-8, not NUL-terminated */
+    MAG_VALUE_BYTES = 5,
+    MAG_VALUE_ARRAY = 6,  /* of one non-array type */
+} mag_value_type_t;
+
+typedef struct mag_value {
+    mag_value_type_t type;
+    mag_value_type_t elem_type; /* ARRAY: the type of every element */
+    uint64_t len;               /* STRING/BYTES: bytes; ARRAY: elements */
+    union {
+        uint64_t u64;
+        int64_t i64;
+        double f64;
+        bool b;
+        const char *str;                /* STRING/BYTES */
+        const struct mag_value *items;  /* ARRAY */
+    };
+} mag_value_t;
+
+typedef struct mag_snapshot mag_snapshot_t;
+
+typedef struct mag_snapshot_tensor_info {
+    const char *name; /* NUL-terminated UTF-8 */
+    mag_dtype_t dtype;
+    int64_t rank;
+    int64_t shape[MAG_MAX_RANK];
+    uint64_t offset; /* absolute file offset of the data */
+    uint64_t nbytes;
+    uint32_t crc32c; /* of the data bytes */
+} mag_snapshot_tensor_info_t;
+
+enum {
+    MAG_SNAPSHOT_MMAP = 1 << 0,   /* map read-only (else read into private, writable memory) */
+    MAG_SNAPSHOT_VERIFY = 1 << 1, /* also verify every tensor's data checksum now */
+};
+
+mag_status_t mag_snapshot_open(const char *path, uint32_t flags, mag_snapshot_t **out);
+/* Frees the directory and metadata; tensors already handed out stay valid. */
+void mag_snapshot_close(mag_snapshot_t *s);
+uint32_t mag_snapshot_version(const mag_snapshot_t *s);
+const char *mag_snapshot_path(const mag_snapshot_t *s);
+/* Base address and size of the mapped (or read) file. */
+void mag_snapshot_bytes(const mag_snapshot_t *s, const void **base, size_t *nbytes);
+int64_t mag_snapshot_tensor_count(const mag_snapshot_t *s);
+/* Directory entry i (in file order); NULL when i is out of range. */
+const mag_snapshot_tensor_info_t *mag_snapshot_tensor_info(const mag_snapshot_t *s, int64_t i);
+/* The index of the tensor called `name`, or -1. */
+int64_t mag_snapshot_find(const mag_snapshot_t *s, const char *name);
+/* Tensor i, pointing into the file's memory (read-only when mapped). */
+mag_status_t mag_snapshot_tensor(mag_snapshot_t *s, int64_t i, mag_tensor_t **out);
+int64_t mag_snapshot_metadata_count(const mag_snapshot_t *s);
+/* Key and value of metadata entry i; the pointers live as long as the snapshot. */
+mag_status_t mag_snapshot_metadata_at(const mag_snapshot_t *s, int64_t i, const char **key, const mag_value_t **value);
+/* Recompute tensor i's data checksum (MAG_ERR_FORMAT on a mismatch); i = -1 checks every tensor. */
+mag_status_t mag_snapshot_verify(const mag_snapshot_t *s, int64_t i);
+
+typedef struct mag_snapshot_writer mag_snapshot_writer_t;
+
+mag_status_t mag_snapshot_write_begin(const char *path, mag_snapshot_writer_t **out);
+/* Copies key and value. Keys are non-empty UTF-8 without NUL, unique; allowed until the first write. */
+mag_status_t mag_snapshot_write_metadata(mag_snapshot_writer_t *w, const char *key, const mag_value_t *value);
+/* Reserve room for a tensor; *index is what mag_snapshot_write_tensor takes. Names are unique. */
+mag_status_t mag_snapshot_write_declare(mag_snapshot_writer_t *w, const char *name, mag_dtype_t dt, int64_t rank,
+                                        const int64_t *shape, int64_t *index);
+/* Write the data of declared tensor `index` (t must have its dtype and shape; any layout). */
+mag_status_t mag_snapshot_write_tensor(mag_snapshot_writer_t *w, int64_t index, mag_tensor_t *t);
+/* Write the header and directory, fsync and rename into place. Frees w in every case. */
+mag_status_t mag_snapshot_write_commit(mag_snapshot_writer_t *w);
+/* Remove the temporary file and free w. */
+void mag_snapshot_write_abort(mag_snapshot_writer_t *w);
 
 #ifdef __cplusplus
 }

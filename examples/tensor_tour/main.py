@@ -9,7 +9,7 @@ def main() -> None:
     print("x =", x)
     print("x.T (a view, no copy):", x.T, "is_contiguous:", x.T.is_contiguous)
     print("x[:, ::-2] =", x[:, ::-2])
-    print("x[x > 5]-style boolean index:", x[x == x])
+    print("x[x > 5] (boolean mask, copies):", x[x > 5])
     print("broadcast x + [10, 20, 30, 40] =", x + mag.Tensor([10.0, 20.0, 30.0, 40.0]))
     w = mag.Tensor.normal(2, 3, dtype=mag.bfloat16)
     print("bfloat16 normal:", w)

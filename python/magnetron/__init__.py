@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from . import (
     _C,
+    _ops_reduce,  # noqa: F401  (installs the reduction methods on Tensor)
     _ops_struct,  # noqa: F401  (installs its Tensor methods)
     dtype,
     nn,
@@ -31,6 +32,7 @@ from .dtype import (
     uint32,
     uint64,
 )
+from .io import Snapshot, load, save
 
 __version__ = "0.1.0"
 FormatError = _C.FormatError
@@ -44,6 +46,9 @@ __all__ = [
     "nn",
     "optim",
     "FormatError",
+    "save",
+    "load",
+    "Snapshot",
     "float32",
     "float16",
     "bfloat16",

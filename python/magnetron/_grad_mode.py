@@ -1,19 +1,21 @@
-"""Thread-local grad mode: ``mag.no_grad()`` and ``mag.enable_grad()`` nest and restore state."""
+"""Thread-local grad mode: ``mag.no_grad()`` and ``mag.enable_grad()`` nest and restore state.
+
+The mode itself lives in the core (thread-local there), so it also governs C callers.
+"""
 
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-F = TypeVar("F", bound=Callable[..., Any])
+from . import _C
 
-_state = threading.local()
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def is_grad_enabled() -> bool:
-    return getattr(_state, "enabled", True)
+    return _C.is_grad_enabled()
 
 
 class _GradMode:
@@ -21,13 +23,14 @@ class _GradMode:
 
     _enabled: bool
 
+    def __init__(self) -> None:
+        self._prev: list[bool] = []
+
     def __enter__(self) -> None:
-        self._stack = getattr(self, "_stack", [])
-        self._stack.append(is_grad_enabled())
-        _state.enabled = self._enabled
+        self._prev.append(_C._set_grad_enabled(self._enabled))
 
     def __exit__(self, *exc: object) -> None:
-        _state.enabled = self._stack.pop()
+        _C._set_grad_enabled(self._prev.pop())
 
     def __call__(self, fn: F) -> F:
         @functools.wraps(fn)

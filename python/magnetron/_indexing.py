@@ -16,39 +16,48 @@ from . import dtype as _dt
 Tensor = _C.Tensor
 
 
-def _as_index_tensor(obj: Any) -> Tensor:
-    t = obj if isinstance(obj, Tensor) else Tensor(obj)
-    if t.dtype.is_floating_point:
-        raise IndexError(f"tensors used as indices must be integer or boolean, got {t.dtype}")
-    if t.numel == 0 and t.dtype != _dt.boolean and isinstance(obj, list):
-        t = t.cast(_dt.int64)  # an empty list indexes nothing (it would otherwise be float32)
-    return t
+def _entry(k: Any, shape: tuple[int, ...]) -> Any:
+    """One key entry in canonical form: None, Ellipsis, a slice, an int, or an index tensor (integer or boolean).
 
-
-def _is_advanced(k: Any) -> bool:
-    return isinstance(k, (Tensor, list)) or (hasattr(k, "__array__") and not isinstance(k, (int, slice)))
+    A Python bool is a rank-0 mask (PyTorch and NumPy: x[True] adds a dim and copies); a rank-0
+    integer tensor or NumPy integer selects like an int (PyTorch); lists and arrays are index tensors.
+    """
+    if k is None or k is Ellipsis or isinstance(k, slice):
+        return k
+    if isinstance(k, bool):
+        return Tensor(k)
+    if isinstance(k, int):
+        return k
+    if isinstance(k, (Tensor, list, tuple)) or hasattr(k, "__array__"):
+        t = k if isinstance(k, Tensor) else Tensor(k)
+        if t.numel == 0 and isinstance(k, (list, tuple)):
+            return t.cast(_dt.int64)  # an empty list indexes nothing (it would otherwise be float32)
+        if t.dtype.is_floating_point:
+            raise IndexError(f"index: tensors used as indices must be integer or boolean, got {t.dtype} "
+                             f"(shape {t.shape})")
+        return t.__index__() if t.rank == 0 and t.dtype.is_integer else t
+    if hasattr(k, "__index__"):
+        return k.__index__()
+    raise IndexError(f"index: invalid index of type {type(k).__name__} for a tensor of shape {shape}: only ints, "
+                     "slices, None, Ellipsis, and integer or boolean tensors/lists are valid indices")
 
 
 def _consumed(k: Any) -> int:
-    """How many dims of the tensor an index entry uses up."""
-    if k is None or k is Ellipsis or isinstance(k, bool):
+    """How many dims of the tensor a canonical key entry uses up."""
+    if k is None or k is Ellipsis:
         return 0
-    if _is_advanced(k):
-        t = _as_index_tensor(k)
-        return t.rank if t.dtype == _dt.boolean else 1
-    return 1
+    return k.rank if isinstance(k, Tensor) and k.dtype == _dt.boolean else 1
 
 
 def _basic(x: Tensor, key: Any) -> tuple[Tensor, list[tuple[int, Tensor]]]:
     """Apply the basic part of key; return the view and the advanced indices as (view dim, int64 index)."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    n_ellipsis = sum(1 for k in key if k is Ellipsis)
-    if n_ellipsis > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+    key = [_entry(k, x.shape) for k in (key if isinstance(key, tuple) else (key,))]
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise IndexError(f"index: an index can only have a single ellipsis ('...'), got {key!r} for shape {x.shape}")
     used = sum(_consumed(k) for k in key)
     if used > x.rank:
-        raise IndexError(f"too many indices for a tensor of rank {x.rank} (shape {x.shape}): {used} dims indexed")
+        raise IndexError(f"index: too many indices for a tensor of rank {x.rank} (shape {x.shape}): "
+                         f"{used} dims indexed")
     expanded: list[Any] = []
     for k in key:
         if k is Ellipsis:
@@ -60,43 +69,35 @@ def _basic(x: Tensor, key: Any) -> tuple[Tensor, list[tuple[int, Tensor]]]:
         if k is None:
             v = v.unsqueeze(d)
             d += 1
-        elif isinstance(k, bool):  # x[True] adds a dim, x[False] adds an empty one
-            v = v.unsqueeze(d)
-            if not k:
-                v = v._slice(d, 0, 0, 1)
-            d += 1
         elif isinstance(k, slice):
             size = v.shape[d]
+            if k.step == 0:
+                raise ValueError(f"index: slice step cannot be zero (dimension {d} of shape {v.shape})")
             start, stop, step = k.indices(size)
             length = len(range(start, stop, step))
             v = v._slice(d, start if length else 0, length, step)
             d += 1
-        elif _is_advanced(k):
-            t = _as_index_tensor(k)
-            if t.dtype == _dt.boolean:
-                mask_shape = v.shape[d : d + t.rank]
-                if t.shape != mask_shape:
-                    raise IndexError(
-                        f"the shape of the mask {t.shape} does not match the shape {mask_shape} of the indexed dims"
-                    )
-                coords = t.nonzero() if t.rank else t.reshape(1).nonzero()
-                if t.rank == 0:  # a scalar mask adds one dim, kept (True) or emptied (False)
-                    v = v.unsqueeze(d)
-                    adv.append((d, coords.select(1, 0)))
-                    d += 1
-                    continue
-                for j in range(t.rank):
-                    adv.append((d + j, coords.select(1, j)))
-                d += t.rank
-            else:
-                adv.append((d, t))
+        elif isinstance(k, int):
+            v = v.select(d, k)
+        elif k.dtype == _dt.boolean:
+            mask_shape = v.shape[d : d + k.rank]
+            if k.shape != mask_shape:
+                raise IndexError(
+                    f"index: the shape of the mask {k.shape} does not match the shape {mask_shape} of the indexed "
+                    f"dims {d}..{d + k.rank - 1} of a tensor of shape {x.shape}"
+                )
+            if k.rank == 0:  # a scalar mask adds one dim, kept (True) or emptied (False)
+                v = v.unsqueeze(d)
+                adv.append((d, k.reshape(1).nonzero().select(1, 0)))
                 d += 1
-        elif isinstance(k, Tensor) or hasattr(k, "__index__"):
-            i = k.__index__()
-            v = v.select(d, i)
+                continue
+            coords = k.nonzero()
+            for j in range(k.rank):
+                adv.append((d + j, coords.select(1, j)))
+            d += k.rank
         else:
-            raise TypeError(f"invalid index of type {type(k).__name__}: only ints, slices, None, Ellipsis, "
-                            "and integer or boolean tensors/lists are supported")
+            adv.append((d, k))
+            d += 1
     return v, adv
 
 
@@ -129,15 +130,27 @@ def getitem(x: Tensor, key: Any) -> Tensor:
     if not adv:
         return v
     front, idx, pos = _front(v, adv)
-    res = front._index(idx)
+    try:
+        res = front._index(idx)
+    except IndexError as e:  # the core numbers the indexed dims from 0: say which dims of which tensor they were
+        raise IndexError(f"{e}; indexed dims {[d for d, _ in adv]} of a tensor of shape {x.shape}") from None
     n_batch = res.rank - (front.rank - len(idx))
     return _move_batch(res, n_batch, pos, to_front=False)
 
 
 def setitem(x: Tensor, key: Any, value: Any) -> None:
     v, adv = _basic(x, key)
-    if not isinstance(value, Tensor):
-        value = Tensor(value, dtype=x.dtype) if isinstance(value, (list, tuple)) else value
+    if not isinstance(value, (Tensor, bool, int, float)):  # lists, NumPy arrays, ...: their values, in x's dtype
+        value = Tensor(value, dtype=x.dtype)
+    try:
+        _assign(v, adv, value, x.dtype)
+    except ValueError as e:  # name the operation the user wrote, not the internal step
+        shape = value.shape if isinstance(value, Tensor) else ()
+        raise ValueError(f"setitem: a value of shape {shape} cannot be assigned to {key!r} of a tensor of shape "
+                         f"{x.shape} ({e})") from None
+
+
+def _assign(v: Tensor, adv: list[tuple[int, Tensor]], value: Any, dtype: Any) -> None:
     if not adv:
         if isinstance(value, Tensor):
             v._copy_(value)
@@ -146,15 +159,22 @@ def setitem(x: Tensor, key: Any, value: Any) -> None:
         return
     front, idx, pos = _front(v, adv)
     if not isinstance(value, Tensor):
-        value = Tensor.full((), fill_value=value, dtype=x.dtype)
+        value = Tensor.full((), fill_value=value, dtype=dtype)
     # the value is shaped like x[key]; bring its index dims to the front like `front`
-    batch = _C._broadcast_shape(idx[0].shape, idx[0].shape)
-    for t in idx[1:]:
-        batch = _C._broadcast_shape(batch, t.shape)
+    batch: tuple[int, ...] = ()
+    for t in idx:
+        try:
+            batch = _C._broadcast_shape(batch, t.shape)
+        except ValueError:
+            raise IndexError(f"index: shape mismatch: index tensors of shapes {[i.shape for i in idx]} cannot be "
+                             f"broadcast together (indexing a tensor of shape {v.shape})") from None
     rest = front.shape[len(idx) :]
     n_batch = len(batch)
     result_shape = batch + rest
     if pos:
         result_shape = rest[:pos] + batch + rest[pos:]
     value = _move_batch(value._expand(result_shape), n_batch, pos, to_front=True)
-    front._index_put(idx, value, False)
+    try:
+        front._index_put(idx, value, False)
+    except IndexError as e:
+        raise IndexError(f"{e}; indexed dims {[d for d, _ in adv]} of a view of shape {v.shape}") from None

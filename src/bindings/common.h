@@ -40,4 +40,5 @@ mag_tensor_t *tensor_from_dlpack(nb::handle obj);            // zero copy
 void register_tensor(nb::module_ &m, nb::class_<Tensor> &cls);
 void register_ops(nb::module_ &m, nb::class_<Tensor> &cls);
 void register_interop(nb::module_ &m, nb::class_<Tensor> &cls);
+void register_snapshot(nb::module_ &m);
 extern PyType_Slot tensor_buffer_slots[];

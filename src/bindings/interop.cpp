@@ -125,6 +125,9 @@ static nb::object to_dlpack(Tensor &self, nb::handle stream, nb::handle max_vers
     Tensor guard(t);
     bool versioned = false;
     if (!max_version.is_none()) versioned = nb::cast<int>(nb::cast<nb::tuple>(max_version)[0]) >= 1;
+    if (!versioned && mag_tensor_is_read_only(t)) // legacy capsules cannot say "read-only" (NumPy refuses too)
+        raise_error(PyExc_BufferError, "__dlpack__: a read-only tensor can only be exported as DLPack >= 1.0 "
+                                       "(pass max_version=(1, 0)), or clone() it first");
     int64_t *shape, *strides;
     if (versioned) {
         auto *m = new_managed<DLManagedTensorVersioned>(t, &shape, &strides);
@@ -162,22 +165,26 @@ static mag_tensor_t *borrow_dl(const DLTensor &d, bool read_only, void (*del)(vo
         del(ctx);
         raise_error(PyExc_ValueError, "from_dlpack: rank %lld is not supported", (long long)rank);
     }
-    int64_t acc = 1;
+    int64_t acc = 1, es = (int64_t)mag_dtype_info(dt)->size;
+    bool empty = false, bad = false; // bad: a negative size, or a span that overflows 64 bits (a hostile producer)
     for (int64_t i = rank - 1; i >= 0; --i) { // strides may be NULL (compact row-major)
         strides[i] = d.strides ? d.strides[i] : acc;
-        acc *= d.shape[i];
+        bad |= d.shape[i] < 0 || __builtin_mul_overflow(acc, d.shape[i], &acc);
     }
-    bool empty = false;
-    for (int64_t i = 0; i < rank; ++i) {
+    for (int64_t i = 0; i < rank && !bad; ++i) {
         empty |= d.shape[i] == 0;
-        int64_t ext = (d.shape[i] - 1) * strides[i];
-        if (ext < 0) lo += ext;
-        else hi += ext;
+        int64_t ext;
+        bad |= __builtin_mul_overflow(d.shape[i] - 1, strides[i], &ext) ||
+               __builtin_add_overflow(ext < 0 ? lo : hi, ext, ext < 0 ? &lo : &hi);
     }
-    int64_t es = (int64_t)mag_dtype_info(dt)->size;
+    int64_t span_bytes;
+    if (bad || __builtin_mul_overflow(hi - lo, es, &span_bytes)) {
+        del(ctx);
+        raise_error(PyExc_ValueError, "from_dlpack: the producer's shape and strides do not describe valid memory");
+    }
     uint8_t *first = (uint8_t *)d.data + d.byte_offset;
     uint8_t *base = empty ? first : first + lo * es;
-    size_t nbytes = empty ? 0 : (size_t)((hi - lo) * es);
+    size_t nbytes = empty ? 0 : (size_t)span_bytes;
     // borrow the exact span, then view into it at the first element's position
     mag_tensor_t *span = nullptr;
     int64_t n = (int64_t)(nbytes / (size_t)es);
@@ -193,6 +200,9 @@ static mag_tensor_t *borrow_dl(const DLTensor &d, bool read_only, void (*del)(vo
 }
 
 mag_tensor_t *tensor_from_dlpack(nb::handle obj) {
+    if (!nb::hasattr(obj, "__dlpack__"))
+        raise_error(PyExc_TypeError, "from_dlpack: %s is not a DLPack producer (it has no __dlpack__)",
+                    Py_TYPE(obj.ptr())->tp_name);
     nb::object cap;
     try {
         cap = obj.attr("__dlpack__")(nb::arg("max_version") = nb::make_tuple(1, 0));
@@ -246,7 +256,17 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
         PyErr_SetString(PyExc_BufferError, "the tensor is read-only (memory-mapped); clone() it first");
         return -1;
     }
-    int64_t rank = mag_tensor_rank(t->t), es = (int64_t)mag_dtype_info(dt)->size;
+    int64_t rank = mag_tensor_rank(t->t), es = (int64_t)mag_dtype_info(dt)->size, long_dims = 0;
+    for (int64_t i = 0; i < rank; ++i) long_dims += mag_tensor_shape(t->t)[i] > 1;
+    // consumers that take no strides, or ask for a contiguous block, get one only if the layout is one
+    bool need_c = !(flags & PyBUF_STRIDES) || (flags & PyBUF_C_CONTIGUOUS) == PyBUF_C_CONTIGUOUS ||
+                  (flags & PyBUF_ANY_CONTIGUOUS) == PyBUF_ANY_CONTIGUOUS;
+    bool need_f = (flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS;
+    if (((need_c || need_f) && !mag_tensor_is_contiguous(t->t)) || (need_f && long_dims > 1)) {
+        PyErr_SetString(PyExc_BufferError, "the tensor is not laid out as the contiguous block this consumer asks for; "
+                                           "use .contiguous() (or a consumer that accepts strides)");
+        return -1;
+    }
     Py_ssize_t *dims = (Py_ssize_t *)PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (size_t)(rank ? rank : 1));
     if (!dims) {
         PyErr_NoMemory();
@@ -262,17 +282,11 @@ static int tensor_getbuffer(PyObject *self, Py_buffer *view, int flags) {
     view->readonly = mag_tensor_is_read_only(t->t);
     view->itemsize = (Py_ssize_t)es;
     view->format = (flags & PyBUF_FORMAT) ? (char *)fmt : nullptr;
-    view->ndim = (int)rank;
-    view->shape = dims;
-    view->strides = dims + rank;
+    view->ndim = (flags & PyBUF_ND) ? (int)rank : 1; // without PyBUF_ND: one flat block of bytes
+    view->shape = (flags & PyBUF_ND) ? dims : nullptr;
+    view->strides = (flags & PyBUF_STRIDES) ? dims + rank : nullptr;
     view->suboffsets = nullptr;
     view->internal = dims;
-    if (!(flags & PyBUF_STRIDES) && !mag_tensor_is_contiguous(t->t)) {
-        PyMem_Free(dims);
-        Py_CLEAR(view->obj);
-        PyErr_SetString(PyExc_BufferError, "the tensor is not contiguous; the consumer must accept strides");
-        return -1;
-    }
     return 0;
 }
 

@@ -27,6 +27,9 @@ void check(mag_status_t s) {
     case MAG_ERR_MEMORY: type = PyExc_MemoryError; break;
     case MAG_ERR_ZERO_DIVISION: type = PyExc_ZeroDivisionError; break;
     case MAG_ERR_FORMAT: type = format_error; break;
+    case MAG_ERR_IO: // OSError(errno, msg) picks the subclass (FileNotFoundError, ...)
+        PyErr_SetObject(PyExc_OSError, nb::make_tuple(mag_last_errno(), mag_last_error()).ptr());
+        throw nb::python_error();
     default: break;
     }
     PyErr_SetString(type, mag_last_error());
@@ -56,7 +59,15 @@ mag_scalar_t to_scalar(nb::handle h, const char *op) {
         return s;
     }
     if (PyFloat_Check(h.ptr())) return mag_scalar_float(PyFloat_AS_DOUBLE(h.ptr()));
-    if (PyIndex_Check(h.ptr())) return to_scalar(nb::steal(PyNumber_Index(h.ptr())), op);
+    if (nb::hasattr(h, "dtype") && nb::hasattr(h, "item")) { // NumPy scalars, 0-d arrays and tensors: their Python value
+        nb::object v = h.attr("item")();
+        if (PyBool_Check(v.ptr()) || PyLong_Check(v.ptr()) || PyFloat_Check(v.ptr())) return to_scalar(v, op);
+    }
+    if (PyIndex_Check(h.ptr())) { // e.g. numpy.int64; arrays claim the slot but refuse unless 0-d
+        PyObject *i = PyNumber_Index(h.ptr());
+        if (i) return to_scalar(nb::steal(i), op);
+        PyErr_Clear();
+    }
     if (PyNumber_Check(h.ptr()) && nb::hasattr(h, "__float__")) return mag_scalar_float(nb::cast<double>(nb::float_(h)));
     raise_error(PyExc_TypeError, "%s: expected a number, got %s", op, Py_TYPE(h.ptr())->tp_name);
 }
@@ -173,4 +184,5 @@ NB_MODULE(_C, m) {
     register_tensor(m, cls);
     register_ops(m, cls);
     register_interop(m, cls);
+    register_snapshot(m);
 }

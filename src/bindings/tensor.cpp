@@ -1,7 +1,10 @@
 // Tensor construction, properties, views and the op methods generated from the op table.
 #include "common.h"
 
+#include <nanobind/stl/string.h>
+
 #include <cstring>
+#include <string>
 
 static Tensor wrap(mag_tensor_t *t) { return Tensor(t); }
 
@@ -20,7 +23,18 @@ struct ListScan {
 };
 } // namespace
 
-static void scan_list(nb::handle obj, size_t depth, ListScan &s) {
+// Array-likes inside a list (NumPy arrays, torch or magnetron tensors, ranges) count as nested lists.
+static nb::object as_nested_list(nb::handle obj) {
+    if (PyRange_Check(obj.ptr())) return nb::steal(PySequence_List(obj.ptr()));
+    bool tensor_like = nb::isinstance<Tensor>(obj) ? mag_tensor_rank(nb::cast<const Tensor &>(obj).t) > 0
+                                                   : nb::hasattr(obj, "tolist") && nb::hasattr(obj, "__len__");
+    return tensor_like ? obj.attr("tolist")() : nb::borrow(obj);
+}
+
+static void scan_list(nb::handle item, size_t depth, ListScan &s) {
+    PyObject *p = item.ptr();
+    bool plain = PyList_Check(p) || PyTuple_Check(p) || PyFloat_Check(p) || PyLong_Check(p); // the common, fast case
+    nb::object obj = plain ? nb::borrow(item) : as_nested_list(item);
     bool is_seq = PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr());
     if (depth == s.shape.size()) { // first visit at this depth decides the shape
         if (is_seq) {
@@ -95,8 +109,7 @@ mag_tensor_t *tensor_from_object(nb::handle data, int dtype) {
         mag_tensor_t *t = nb::cast<const Tensor &>(data).t;
         if (dtype < 0 || dtype == mag_tensor_dtype(t)) {
             mag_tensor_t *v = nullptr;
-            check(mag_tensor_as_strided(t, mag_tensor_rank(t), mag_tensor_shape(t), mag_tensor_strides(t),
-                                        mag_tensor_offset(t), &v));
+            check(mag_tensor_detach(t, &v));
             return v;
         }
         mag_tensor_t *out = nullptr;
@@ -104,12 +117,14 @@ mag_tensor_t *tensor_from_object(nb::handle data, int dtype) {
         return out;
     }
     if (PyList_Check(data.ptr()) || PyTuple_Check(data.ptr()) || PyBool_Check(data.ptr()) || PyLong_Check(data.ptr()) ||
-        PyFloat_Check(data.ptr()))
+        PyFloat_Check(data.ptr()) || PyRange_Check(data.ptr()))
         return tensor_from_list(data, dtype);
     mag_tensor_t *borrowed = tensor_from_buffer(data);
     if (!borrowed && nb::hasattr(data, "__dlpack__")) borrowed = tensor_from_dlpack(data);
     if (!borrowed && nb::hasattr(data, "__array__")) // e.g. array-likes without a buffer: ask for a NumPy array
         borrowed = tensor_from_buffer(data.attr("__array__")());
+    if (!borrowed && nb::hasattr(data, "__array_interface__")) // only NumPy reads this protocol for us
+        borrowed = tensor_from_buffer(nb::module_::import_("numpy").attr("asarray")(data));
     if (!borrowed) {
         if (PyIndex_Check(data.ptr()) || PyNumber_Check(data.ptr())) return tensor_from_list(data, dtype);
         raise_error(PyExc_TypeError, "Tensor: cannot build a tensor from %s", Py_TYPE(data.ptr())->tp_name);
@@ -153,9 +168,24 @@ static std::vector<mag_tensor_t *> handles(const std::vector<const Tensor *> &ts
     return out;
 }
 
+// A `dtype=` argument: None (infer from the data) or what magnetron.dtype.as_dtype accepts.
+static int dtype_arg(nb::handle h, const char *op) {
+    if (h.is_none()) return -1;
+    nb::object d = nb::module_::import_("magnetron.dtype").attr("as_dtype")(h, op);
+    return nb::cast<int>(d.attr("_id"));
+}
+
 void register_tensor(nb::module_ &m, nb::class_<Tensor> &cls) {
-    cls.def("__init__", [](Tensor *self, nb::handle data, int dtype) { new (self) Tensor(tensor_from_object(data, dtype)); },
-            nb::arg("data"), nb::arg("dtype_id") = -1);
+    // nanobind calls the C++ __init__ directly, so the whole Python signature lives here.
+    cls.def("__init__", [](Tensor *self, nb::handle data, nb::handle dtype, bool requires_grad) {
+        mag_tensor_t *t = tensor_from_object(data, dtype_arg(dtype, "Tensor"));
+        mag_status_t s = requires_grad ? mag_tensor_set_requires_grad(t, true) : MAG_OK;
+        if (s != MAG_OK) mag_tensor_release(t);
+        check(s);
+        new (self) Tensor(t);
+    }, nb::arg("data"), nb::arg("dtype").none() = nb::none(), nb::arg("requires_grad") = false,
+       "A tensor from a Python scalar, a nested list/tuple, a NumPy array or any buffer/DLPack producer (copied), "
+       "or another Tensor (shares storage).");
     cls.def_prop_ro("shape", [](const Tensor &t) { return as_tuple(dims_of(t.t, mag_tensor_shape)); });
     cls.def_prop_ro("strides", [](const Tensor &t) { return as_tuple(dims_of(t.t, mag_tensor_strides)); });
     cls.def_prop_ro("rank", [](const Tensor &t) { return mag_tensor_rank(t.t); });
@@ -172,9 +202,11 @@ void register_tensor(nb::module_ &m, nb::class_<Tensor> &cls) {
                     [](Tensor &t, bool on) { check(mag_tensor_set_requires_grad(t.t, on)); });
 
     cls.def("item", [](const Tensor &t) {
-        if (mag_tensor_numel(t.t) != 1)
-            raise_error(PyExc_RuntimeError, "item: a tensor with %lld elements cannot be converted to a Python scalar",
-                        (long long)mag_tensor_numel(t.t));
+        if (mag_tensor_numel(t.t) != 1) {
+            std::string shape = nb::cast<std::string>(nb::str(as_tuple(dims_of(t.t, mag_tensor_shape))));
+            raise_error(PyExc_RuntimeError, "item: a tensor of shape %s (%lld elements) cannot be converted to a "
+                        "Python scalar", shape.c_str(), (long long)mag_tensor_numel(t.t));
+        }
         int64_t zero[MAG_MAX_RANK] = {0};
         mag_scalar_t v;
         check(mag_tensor_get(t.t, zero, &v));
@@ -236,11 +268,37 @@ void register_tensor(nb::module_ &m, nb::class_<Tensor> &cls) {
             "A contiguous, writable copy.");
     cls.def("_copy_", [](Tensor &t, const Tensor &src) { check(mag_tensor_copy_(t.t, src.t)); });
     cls.def("_fill_", [](Tensor &t, nb::handle v) { check(mag_tensor_fill(t.t, to_scalar(v, "fill_"))); });
-    cls.def("detach", [](Tensor &t) {
-        return make([&](mag_tensor_t **o) {
-            return mag_tensor_as_strided(t.t, mag_tensor_rank(t.t), mag_tensor_shape(t.t), mag_tensor_strides(t.t), mag_tensor_offset(t.t), o);
-        });
-    }, "A tensor sharing storage with this one, without autograd history.");
+    cls.def("detach", [](Tensor &t) { return make([&](mag_tensor_t **o) { return mag_tensor_detach(t.t, o); }); },
+            "A tensor sharing storage with this one, without autograd history.");
+
+    // autograd
+    cls.def_prop_rw("grad", [](const Tensor &t) -> nb::object {
+        mag_tensor_t *g = mag_tensor_grad(t.t);
+        if (!g) return nb::none();
+        mag_tensor_retain(g);
+        return nb::cast(Tensor(g));
+    }, [](Tensor &t, nb::handle g) {
+        if (!g.is_none() && !nb::isinstance<Tensor>(g)) raise_error(PyExc_TypeError, "grad must be a Tensor or None");
+        check(mag_tensor_set_grad(t.t, g.is_none() ? nullptr : nb::cast<Tensor &>(g).t));
+    }, nb::arg("value").none(), "The gradient accumulated by backward() (None until then).");
+    cls.def_prop_ro("is_leaf", [](const Tensor &t) { return mag_tensor_is_leaf(t.t); });
+    cls.def_prop_ro("grad_fn", [](const Tensor &t) -> nb::object {
+        const char *n = mag_tensor_grad_fn(t.t);
+        if (!n) return nb::none();
+        return nb::str(n);
+    }, "Name of the op that produced this tensor (None for leaves).");
+    cls.def("backward", [](Tensor &t, const Tensor *grad, bool retain_graph) {
+        mag_status_t s;
+        {
+            nb::gil_scoped_release nogil;
+            s = mag_tensor_backward(t.t, grad ? grad->t : nullptr, retain_graph);
+        }
+        check(s);
+    }, nb::arg("grad").none() = nb::none(), nb::arg("retain_graph") = false,
+       "Accumulate gradients into the leaves' .grad (grad defaults to ones for a one-element tensor).");
+    m.def("_set_grad_enabled", &mag_set_grad_enabled, "Set this thread's grad mode; returns the previous one.");
+    m.def("is_grad_enabled", &mag_grad_enabled);
+    m.def("op_has_grad", [](int op) { return mag_op_has_grad((mag_op_t)op); });
 
     // advanced indexing
     cls.def("_index", [](Tensor &t, std::vector<const Tensor *> idx) {

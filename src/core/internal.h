@@ -28,7 +28,10 @@ struct mag_tensor {
     int64_t numel;
     int64_t offset; /* in elements, from storage->data */
     bool is_view;
-    bool requires_grad; /* recorded now; autograd (its own issue) builds on it */
+    bool requires_grad;
+    struct mag_tensor *grad; /* accumulated gradient of a leaf */
+    struct mag_node *node;   /* the op that produced this tensor (autograd), NULL for leaves */
+    struct mag_tensor *view_base; /* for views: the tensor whose storage they view (retained), else NULL */
     int64_t shape[MAG_MAX_RANK];
     int64_t strides[MAG_MAX_RANK];
 };
@@ -36,6 +39,8 @@ struct mag_tensor {
 /* ---- errors (error.c) ---- */
 /* Record a message for mag_last_error() and return `st`; printf-style. */
 mag_status_t mag_error(mag_status_t st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A failed OS call: records errno (mag_last_errno) and appends strerror(err) to the message. */
+mag_status_t mag_error_io(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define MAG_TRY(expr)                                                                                                  \
     do {                                                                                                               \
         mag_status_t st_ = (expr);                                                                                     \
@@ -57,11 +62,15 @@ void mag_free(void *p, size_t nbytes);
 mag_tensor_t *mag_tensor_new_view(mag_storage_t *st, mag_dtype_t dt, int64_t rank, const int64_t *shape,
                                   const int64_t *strides, int64_t offset);
 void mag_contiguous_strides(int64_t rank, const int64_t *shape, int64_t *strides);
-mag_status_t mag_checked_numel(int64_t rank, const int64_t *shape, int64_t *numel);
+/* The element count of a shape; ValueError for a bad rank or negative size, MemoryError on overflow (names `op`). */
+mag_status_t mag_checked_numel(const char *op, int64_t rank, const int64_t *shape, int64_t *numel);
 /* Normalise a possibly negative dim against rank (rank 0 accepts -1 and 0); IndexError names `op`. */
 mag_status_t mag_norm_dim(const char *op, int64_t dim, int64_t rank, int64_t *out);
 /* Byte range [lo, hi) of storage touched by t (hi == lo for empty tensors). */
 void mag_tensor_byte_span(const mag_tensor_t *t, int64_t *lo, int64_t *hi);
+/* Whether every element of t's layout (shape, strides, offset) lies in the first nbytes of its storage;
+   overflow-checked, so hostile strides cannot wrap around into bounds. */
+bool mag_layout_in_bounds(const mag_tensor_t *t, size_t nbytes);
 bool mag_tensors_overlap(const mag_tensor_t *a, const mag_tensor_t *b);
 bool mag_tensor_same_layout(const mag_tensor_t *a, const mag_tensor_t *b);
 /* True when two elements of t share an address (stride 0 or overlapping strides). */

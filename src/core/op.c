@@ -3,6 +3,7 @@
  * Elementwise kinds (unary, binary, compare) are served by mag_front_elementwise from their table
  * line alone; custom ops name their own front function in ops.def (src/core/ops_*.c).
  */
+#include "autograd.h"
 #include "op.h"
 
 #include <string.h>
@@ -159,5 +160,21 @@ mag_status_t mag_op(mag_op_t op, mag_tensor_t *const *inputs, int64_t n_inputs, 
                          (long long)n_attrs);
     for (int64_t i = 0; i < n_inputs; ++i)
         if (!inputs[i]) return mag_error(MAG_ERR_VALUE, "%s: input %lld is missing", info->name, (long long)i);
-    return fronts[op](op, inputs, n_inputs, attrs, n_attrs, out);
+    mag_autograd_enter(); /* ops called from inside this one record nothing */
+    mag_status_t s;
+    mag_tensor_t *dst = *out;
+    if (dst && mag_grad_recording() && (dst->requires_grad || mag_needs_grad(inputs, n_inputs))) {
+        s = mag_grad_inplace(op, inputs, n_inputs, attrs, n_attrs, dst);
+    } else {
+        s = fronts[op](op, inputs, n_inputs, attrs, n_attrs, out);
+        if (s == MAG_OK && !dst && mag_needs_grad(inputs, n_inputs)) {
+            s = mag_grad_record_op(op, inputs, n_inputs, attrs, n_attrs, *out);
+            if (s != MAG_OK) {
+                mag_tensor_release(*out);
+                *out = NULL;
+            }
+        }
+    }
+    mag_autograd_leave();
+    return s;
 }

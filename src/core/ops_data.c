@@ -38,6 +38,10 @@ mag_status_t mag_front_copy(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, 
     return mag_dispatch(op, dst->dtype, dst, &src, 1, NULL, 0, dst->numel, false);
 }
 
+static double scalar_as_double(mag_scalar_t v) {
+    return v.kind == MAG_SCALAR_FLOAT ? v.f : v.kind == MAG_SCALAR_UINT ? (double)v.u : (double)v.i;
+}
+
 static bool scalar_is_finite(mag_scalar_t v) {
     return v.kind != MAG_SCALAR_FLOAT || (v.f == v.f && v.f - v.f == 0.0);
 }
@@ -52,7 +56,8 @@ mag_status_t mag_front_factory(mag_op_t op, mag_tensor_t *const *in, int64_t n_i
         return mag_error(MAG_ERR_VALUE, "%s: expected %d attributes, got %lld", info->name, info->n_attrs,
                          (long long)n_attrs);
     if (!(info->dtypes & (1u << dst->dtype)))
-        return mag_error(MAG_ERR_TYPE, "%s: unsupported dtype %s", info->name, MAG_DTNAME(dst->dtype));
+        return mag_error(MAG_ERR_TYPE, "%s: unsupported dtype %s (tensor of shape %s)", info->name,
+                         MAG_DTNAME(dst->dtype), MAG_SHAPE(dst));
     MAG_TRY(mag_check_writable(info->name, dst));
     switch (op) {
     case MAG_OP_ARANGE:
@@ -62,14 +67,23 @@ mag_status_t mag_front_factory(mag_op_t op, mag_tensor_t *const *in, int64_t n_i
                              MAG_SHAPE(dst));
         break;
     case MAG_OP_UNIFORM:
-    case MAG_OP_NORMAL:
+    case MAG_OP_NORMAL: {
         if (!scalar_is_finite(attrs[0]) || !scalar_is_finite(attrs[1]))
-            return mag_error(MAG_ERR_VALUE, "%s: parameters must be finite", info->name);
-        if (op == MAG_OP_NORMAL && attrs[1].kind == MAG_SCALAR_FLOAT && attrs[1].f < 0)
-            return mag_error(MAG_ERR_VALUE, "normal: std must be >= 0, got %g", attrs[1].f);
+            return mag_error(MAG_ERR_VALUE, "%s: parameters must be finite (%s tensor of shape %s)", info->name,
+                             MAG_DTNAME(dst->dtype), MAG_SHAPE(dst));
+        double a0 = scalar_as_double(attrs[0]), a1 = scalar_as_double(attrs[1]);
+        const mag_dtype_info_t *di = mag_dtype_info(dst->dtype);
+        if (op == MAG_OP_NORMAL && a1 < 0)
+            return mag_error(MAG_ERR_VALUE, "normal: std must be >= 0, got %g", a1);
+        if (op == MAG_OP_UNIFORM && a0 > a1)
+            return mag_error(MAG_ERR_VALUE, "uniform: low (%g) must not exceed high (%g)", a0, a1);
+        if (op == MAG_OP_UNIFORM && !(di->flags & MAG_DTF_FLOAT) && (a0 < di->min || a1 > di->max))
+            return mag_error(MAG_ERR_VALUE, "uniform: the bounds [%g, %g] exceed the range [%g, %g] of %s", a0, a1,
+                             di->min, di->max, di->name);
         break;
+    }
     case MAG_OP_BERNOULLI: {
-        double p = attrs[0].kind == MAG_SCALAR_FLOAT ? attrs[0].f : (double)attrs[0].i;
+        double p = scalar_as_double(attrs[0]);
         if (!(p >= 0.0 && p <= 1.0)) return mag_error(MAG_ERR_VALUE, "bernoulli: p must be in [0, 1], got %g", p);
         break;
     }

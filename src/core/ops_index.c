@@ -17,12 +17,16 @@ static mag_status_t prepare_indices(const char *name, const mag_tensor_t *x, mag
     *brank = 0;
     for (int64_t j = 0; j < k; ++j) {
         if (!(mag_dtype_info(idx[j]->dtype)->flags & (MAG_DTF_SIGNED_INT | MAG_DTF_UNSIGNED_INT)))
-            return mag_error(MAG_ERR_INDEX, "%s: tensors used as indices must be integer, got %s", name,
-                             MAG_DTNAME(idx[j]->dtype));
-        mag_status_t s = mag_broadcast_shape(*brank, bshape, idx[j]->rank, idx[j]->shape, brank, bshape);
-        if (s != MAG_OK)
-            return mag_error(MAG_ERR_INDEX, "%s: shape mismatch: index tensors of shapes %s and ... cannot be broadcast together",
-                             name, MAG_SHAPE(idx[j]));
+            return mag_error(MAG_ERR_INDEX, "%s: tensors used as indices must be integer, got %s (shape %s)", name,
+                             MAG_DTNAME(idx[j]->dtype), MAG_SHAPE(idx[j]));
+        int64_t prev_rank = *brank, prev[MAG_MAX_RANK];
+        memcpy(prev, bshape, (size_t)prev_rank * sizeof(int64_t));
+        if (mag_broadcast_shape(prev_rank, prev, idx[j]->rank, idx[j]->shape, brank, bshape) != MAG_OK)
+            return mag_error(MAG_ERR_INDEX,
+                             "%s: shape mismatch: index tensors of shapes %s (so far) and %s cannot be broadcast together "
+                             "(indexing a tensor of shape %s)",
+                             name, mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, prev_rank, prev), MAG_SHAPE(idx[j]),
+                             MAG_SHAPE(x));
     }
     for (int64_t j = 0; j < k; ++j) dense[j] = NULL;
     for (int64_t j = 0; j < k; ++j) {
@@ -37,8 +41,8 @@ static mag_status_t prepare_indices(const char *name, const mag_tensor_t *x, mag
         int64_t *v = mag_tensor_data(c), size = x->shape[j];
         for (int64_t i = 0; i < c->numel; ++i) {
             if (v[i] < -size || v[i] >= size) {
-                s = mag_error(MAG_ERR_INDEX, "%s: index %lld is out of bounds for dimension %lld with size %lld", name,
-                              (long long)v[i], (long long)j, (long long)size);
+                s = mag_error(MAG_ERR_INDEX, "%s: index %lld is out of bounds for dimension %lld with size %lld (shape %s)",
+                              name, (long long)v[i], (long long)j, (long long)size, MAG_SHAPE(x));
                 goto fail;
             }
             if (v[i] < 0) v[i] += size;

@@ -1,5 +1,5 @@
 /* Tensors and their reference-counted storage. */
-#include "internal.h"
+#include "autograd.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -21,21 +21,21 @@ void mag_contiguous_strides(int64_t rank, const int64_t *shape, int64_t *strides
     }
 }
 
-mag_status_t mag_checked_numel(int64_t rank, const int64_t *shape, int64_t *numel) {
+mag_status_t mag_checked_numel(const char *op, int64_t rank, const int64_t *shape, int64_t *numel) {
     if (rank < 0 || rank > MAG_MAX_RANK)
-        return mag_error(MAG_ERR_VALUE, "rank %lld is out of range [0, %d]", (long long)rank, MAG_MAX_RANK);
+        return mag_error(MAG_ERR_VALUE, "%s: rank %lld is out of range [0, %d]", op, (long long)rank, MAG_MAX_RANK);
     int64_t n = 1;
     bool overflow = false;
     for (int64_t i = 0; i < rank; ++i) {
         if (shape[i] < 0)
-            return mag_error(MAG_ERR_VALUE, "negative dimension %lld in shape %s", (long long)shape[i],
+            return mag_error(MAG_ERR_VALUE, "%s: negative dimension %lld in shape %s", op, (long long)shape[i],
                              mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rank, shape));
         if (!overflow && __builtin_mul_overflow(n, shape[i], &n)) overflow = true;
     }
     for (int64_t i = 0; i < rank; ++i)
         if (shape[i] == 0) overflow = false, n = 0; /* a zero dim makes any product empty */
     if (overflow)
-        return mag_error(MAG_ERR_MEMORY, "shape %s has more elements than can be addressed",
+        return mag_error(MAG_ERR_MEMORY, "%s: shape %s has more elements than can be addressed", op,
                          mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rank, shape));
     *numel = n;
     return MAG_OK;
@@ -53,6 +53,9 @@ mag_tensor_t *mag_tensor_new_view(mag_storage_t *st, mag_dtype_t dt, int64_t ran
     t->offset = offset;
     t->is_view = false;
     t->requires_grad = false;
+    t->grad = NULL;
+    t->node = NULL;
+    t->view_base = NULL;
     t->numel = 1;
     for (int64_t i = 0; i < rank; ++i) {
         t->shape[i] = shape[i];
@@ -85,7 +88,7 @@ static mag_storage_t *storage_new(void) {
 mag_status_t mag_tensor_empty(mag_dtype_t dt, int64_t rank, const int64_t *shape, mag_tensor_t **out) {
     if (!mag_dtype_info(dt)) return mag_error(MAG_ERR_TYPE, "empty: invalid dtype %d", (int)dt);
     int64_t numel;
-    MAG_TRY(mag_checked_numel(rank, shape, &numel));
+    MAG_TRY(mag_checked_numel("empty", rank, shape, &numel));
     size_t nbytes;
     if (__builtin_mul_overflow((size_t)numel, mag_dtype_info(dt)->size, &nbytes) || nbytes > ((size_t)1 << 62))
         return mag_error(MAG_ERR_MEMORY, "empty: cannot allocate a %s tensor of shape %s", MAG_DTNAME(dt),
@@ -109,7 +112,7 @@ mag_status_t mag_tensor_borrow(void *data, size_t nbytes, mag_dtype_t dt, int64_
     /* on failure the caller keeps ownership of the memory: the deleter is not called */
     if (!mag_dtype_info(dt)) return mag_error(MAG_ERR_TYPE, "borrow: invalid dtype %d", (int)dt);
     int64_t numel, st_[MAG_MAX_RANK];
-    MAG_TRY(mag_checked_numel(rank, shape, &numel));
+    MAG_TRY(mag_checked_numel("borrow", rank, shape, &numel));
     if (!strides) {
         mag_contiguous_strides(rank, shape, st_);
         strides = st_;
@@ -117,9 +120,7 @@ mag_status_t mag_tensor_borrow(void *data, size_t nbytes, mag_dtype_t dt, int64_
     mag_tensor_t probe = {.dtype = dt, .rank = rank, .numel = numel};
     memcpy(probe.shape, shape, (size_t)rank * sizeof(int64_t));
     memcpy(probe.strides, strides, (size_t)rank * sizeof(int64_t));
-    int64_t lo, hi;
-    mag_tensor_byte_span(&probe, &lo, &hi);
-    if (numel && (lo < 0 || (uint64_t)hi > nbytes))
+    if (!mag_layout_in_bounds(&probe, nbytes))
         return mag_error(MAG_ERR_VALUE, "borrow: shape %s with the given strides exceeds the %zu-byte buffer",
                          mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rank, shape), nbytes);
     mag_storage_t *st = storage_new();
@@ -143,6 +144,9 @@ void mag_tensor_retain(mag_tensor_t *t) { atomic_fetch_add(&t->refcount, 1); }
 
 void mag_tensor_release(mag_tensor_t *t) {
     if (!t || atomic_fetch_sub(&t->refcount, 1) != 1) return;
+    mag_tensor_release(t->grad);
+    mag_node_release(t->node);
+    mag_tensor_release(t->view_base);
     storage_release(t->storage);
     free(t);
 }
@@ -161,7 +165,31 @@ mag_status_t mag_tensor_set_requires_grad(mag_tensor_t *t, bool on) {
     if (on && !(mag_dtype_info(t->dtype)->flags & MAG_DTF_FLOAT))
         return mag_error(MAG_ERR_RUNTIME, "requires_grad: only floating-point tensors can require gradients, got %s",
                          MAG_DTNAME(t->dtype));
+    if (!on && t->node)
+        return mag_error(MAG_ERR_RUNTIME, "requires_grad: only leaf tensors can stop requiring grad; use detach()");
     t->requires_grad = on;
+    return MAG_OK;
+}
+
+bool mag_tensor_is_leaf(const mag_tensor_t *t) { return !t->node; }
+mag_tensor_t *mag_tensor_grad(const mag_tensor_t *t) { return t->grad; }
+const char *mag_tensor_grad_fn(const mag_tensor_t *t) { return t->node ? t->node->name : NULL; }
+
+mag_status_t mag_tensor_set_grad(mag_tensor_t *t, mag_tensor_t *g) {
+    if (g && (g->rank != t->rank || memcmp(g->shape, t->shape, (size_t)t->rank * sizeof(int64_t))))
+        return mag_error(MAG_ERR_VALUE, "grad: a gradient of shape %s does not fit a tensor of shape %s", MAG_SHAPE(g),
+                         MAG_SHAPE(t));
+    if (g) mag_tensor_retain(g);
+    mag_tensor_release(t->grad);
+    t->grad = g;
+    return MAG_OK;
+}
+
+mag_status_t mag_tensor_detach(mag_tensor_t *t, mag_tensor_t **out) {
+    mag_tensor_t *d = mag_tensor_new_view(t->storage, t->dtype, t->rank, t->shape, t->strides, t->offset);
+    if (!d) return mag_error(MAG_ERR_MEMORY, "detach: out of memory");
+    d->is_view = t->is_view;
+    *out = d;
     return MAG_OK;
 }
 mag_owner_t mag_tensor_owner(const mag_tensor_t *t) { return t->storage->owner; }
@@ -210,6 +238,18 @@ void mag_tensor_byte_span(const mag_tensor_t *t, int64_t *lo, int64_t *hi) {
     }
     *lo = a * es;
     *hi = (b + 1) * es;
+}
+
+bool mag_layout_in_bounds(const mag_tensor_t *t, size_t nbytes) {
+    if (t->numel == 0) return true; /* touches no memory */
+    int64_t lo = t->offset, hi = t->offset, es = (int64_t)mag_dtype_info(t->dtype)->size, end;
+    for (int64_t i = 0; i < t->rank; ++i) {
+        int64_t ext;
+        if (__builtin_mul_overflow(t->shape[i] - 1, t->strides[i], &ext)) return false;
+        if (__builtin_add_overflow(ext < 0 ? lo : hi, ext, ext < 0 ? &lo : &hi)) return false;
+    }
+    if (lo < 0 || __builtin_add_overflow(hi, 1, &end) || __builtin_mul_overflow(end, es, &end)) return false;
+    return (uint64_t)end <= nbytes;
 }
 
 bool mag_tensors_overlap(const mag_tensor_t *a, const mag_tensor_t *b) {

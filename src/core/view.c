@@ -1,5 +1,5 @@
 /* Views: new shape/stride/offset headers over the same storage; the view solver lives here. */
-#include "internal.h"
+#include "autograd.h"
 
 #include <string.h>
 
@@ -8,8 +8,25 @@ static mag_status_t make_view(mag_tensor_t *t, int64_t rank, const int64_t *shap
     mag_tensor_t *v = mag_tensor_new_view(t->storage, t->dtype, rank, shape, strides, offset);
     if (!v) return mag_error(MAG_ERR_MEMORY, "out of memory allocating a view");
     v->is_view = true;
-    t->is_view = true;
+    v->view_base = t->view_base ? t->view_base : t;
+    mag_tensor_retain(v->view_base);
+    mag_status_t s = mag_grad_record_view("view", t, v);
+    if (s != MAG_OK) {
+        mag_tensor_release(v);
+        return s;
+    }
     *out = v;
+    return MAG_OK;
+}
+
+/* A dim of t (negative counts from the end); the IndexError names the op and t's shape. */
+static mag_status_t tensor_dim(const char *op, const mag_tensor_t *t, int64_t dim, int64_t extra, int64_t *out) {
+    int64_t r = t->rank + extra ? t->rank + extra : 1;
+    *out = 0;
+    if (dim < -r || dim >= r)
+        return mag_error(MAG_ERR_INDEX, "%s: dimension %lld is out of range for a tensor of shape %s (expected [%lld, %lld])",
+                         op, (long long)dim, MAG_SHAPE(t), (long long)-r, (long long)r - 1);
+    *out = dim < 0 ? dim + r : dim;
     return MAG_OK;
 }
 
@@ -22,7 +39,9 @@ static mag_status_t infer_shape(const char *op, const mag_tensor_t *t, int64_t r
     for (int64_t i = 0; i < rank; ++i) {
         shape_out[i] = shape[i];
         if (shape[i] == -1) {
-            if (infer >= 0) return mag_error(MAG_ERR_VALUE, "%s: only one dimension can be -1", op);
+            if (infer >= 0)
+                return mag_error(MAG_ERR_VALUE, "%s: only one dimension can be -1 in shape %s (tensor of shape %s)", op,
+                                 mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rank, shape), MAG_SHAPE(t));
             infer = i;
         } else if (shape[i] < 0) {
             return mag_error(MAG_ERR_VALUE, "%s: invalid size %lld in shape %s", op, (long long)shape[i],
@@ -106,8 +125,10 @@ mag_status_t mag_tensor_permute(mag_tensor_t *t, int64_t rank, const int64_t *di
     bool seen[MAG_MAX_RANK] = {0};
     for (int64_t i = 0; i < rank; ++i) {
         int64_t d;
-        MAG_TRY(mag_norm_dim("permute", dims[i], t->rank, &d));
-        if (seen[d]) return mag_error(MAG_ERR_VALUE, "permute: dimension %lld repeats", (long long)dims[i]);
+        MAG_TRY(tensor_dim("permute", t, dims[i], 0, &d));
+        if (seen[d])
+            return mag_error(MAG_ERR_VALUE, "permute: dimension %lld repeats in %s (tensor of shape %s)", (long long)dims[i],
+                             mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rank, dims), MAG_SHAPE(t));
         seen[d] = true;
         sh[i] = t->shape[d];
         st[i] = t->strides[d];
@@ -117,8 +138,8 @@ mag_status_t mag_tensor_permute(mag_tensor_t *t, int64_t rank, const int64_t *di
 
 mag_status_t mag_tensor_transpose(mag_tensor_t *t, int64_t d0, int64_t d1, mag_tensor_t **out) {
     int64_t a, b, dims[MAG_MAX_RANK];
-    MAG_TRY(mag_norm_dim("transpose", d0, t->rank, &a));
-    MAG_TRY(mag_norm_dim("transpose", d1, t->rank, &b));
+    MAG_TRY(tensor_dim("transpose", t, d0, 0, &a));
+    MAG_TRY(tensor_dim("transpose", t, d1, 0, &b));
     if (t->rank == 0) return make_view(t, 0, t->shape, t->strides, t->offset, out);
     for (int64_t i = 0; i < t->rank; ++i) dims[i] = i;
     dims[a] = b;
@@ -130,10 +151,11 @@ mag_status_t mag_tensor_slice(mag_tensor_t *t, int64_t dim, int64_t start, int64
                               mag_tensor_t **out) {
     int64_t d;
     if (t->rank == 0) return mag_error(MAG_ERR_INDEX, "slice: cannot slice a rank-0 tensor");
-    MAG_TRY(mag_norm_dim("slice", dim, t->rank, &d));
+    MAG_TRY(tensor_dim("slice", t, dim, 0, &d));
     int64_t size = t->shape[d];
-    if (step == 0) return mag_error(MAG_ERR_VALUE, "slice: step must not be zero");
-    if (length < 0) return mag_error(MAG_ERR_VALUE, "slice: negative length %lld", (long long)length);
+    if (step == 0) return mag_error(MAG_ERR_VALUE, "slice: step must not be zero (tensor of shape %s)", MAG_SHAPE(t));
+    if (length < 0)
+        return mag_error(MAG_ERR_VALUE, "slice: negative length %lld (tensor of shape %s)", (long long)length, MAG_SHAPE(t));
     if (length > 0) {
         bool fits = start >= 0 && start < size &&
                     (step > 0 ? (length - 1) <= (size - 1 - start) / step : (length - 1) <= start / -step);
@@ -144,8 +166,8 @@ mag_status_t mag_tensor_slice(mag_tensor_t *t, int64_t dim, int64_t start, int64
                              (long long)start, (long long)length, (long long)step, (long long)d, (long long)size,
                              MAG_SHAPE(t));
     } else if (start < 0 || start > size) {
-        return mag_error(MAG_ERR_INDEX, "slice: start %lld is out of range for dimension %lld of size %lld",
-                         (long long)start, (long long)d, (long long)size);
+        return mag_error(MAG_ERR_INDEX, "slice: start %lld is out of range for dimension %lld of size %lld (shape %s)",
+                         (long long)start, (long long)d, (long long)size, MAG_SHAPE(t));
     }
     int64_t sh[MAG_MAX_RANK], st[MAG_MAX_RANK];
     memcpy(sh, t->shape, sizeof(sh));
@@ -159,7 +181,7 @@ mag_status_t mag_tensor_slice(mag_tensor_t *t, int64_t dim, int64_t start, int64
 mag_status_t mag_tensor_select(mag_tensor_t *t, int64_t dim, int64_t index, mag_tensor_t **out) {
     int64_t d;
     if (t->rank == 0) return mag_error(MAG_ERR_INDEX, "select: cannot index a rank-0 tensor");
-    MAG_TRY(mag_norm_dim("select", dim, t->rank, &d));
+    MAG_TRY(tensor_dim("select", t, dim, 0, &d));
     int64_t size = t->shape[d];
     if (index < -size || index >= size)
         return mag_error(MAG_ERR_INDEX, "select: index %lld is out of range for dimension %lld of size %lld (shape %s)",
@@ -179,7 +201,7 @@ mag_status_t mag_tensor_unsqueeze(mag_tensor_t *t, int64_t dim, mag_tensor_t **o
         return mag_error(MAG_ERR_VALUE, "unsqueeze: a tensor of rank %lld cannot grow past rank %d", (long long)t->rank,
                          MAG_MAX_RANK);
     int64_t d;
-    MAG_TRY(mag_norm_dim("unsqueeze", dim, t->rank + 1, &d));
+    MAG_TRY(tensor_dim("unsqueeze", t, dim, 1, &d));
     int64_t sh[MAG_MAX_RANK], st[MAG_MAX_RANK];
     for (int64_t i = 0, j = 0; i <= t->rank; ++i) {
         if (i == d) {
@@ -200,7 +222,7 @@ mag_status_t mag_tensor_squeeze(mag_tensor_t *t, int64_t ndims, const int64_t *d
     } else {
         for (int64_t i = 0; i < ndims; ++i) {
             int64_t d;
-            MAG_TRY(mag_norm_dim("squeeze", dims[i], t->rank, &d));
+            MAG_TRY(tensor_dim("squeeze", t, dims[i], 0, &d));
             if (t->rank) drop[d] = t->shape[d] == 1;
         }
     }
@@ -246,23 +268,21 @@ mag_status_t mag_tensor_expand(mag_tensor_t *t, int64_t rank, const int64_t *sha
         }
     }
     int64_t numel;
-    MAG_TRY(mag_checked_numel(rank, sh, &numel));
+    MAG_TRY(mag_checked_numel("expand", rank, sh, &numel));
     return make_view(t, rank, sh, st, t->offset, out);
 }
 
 mag_status_t mag_tensor_as_strided(mag_tensor_t *t, int64_t rank, const int64_t *shape, const int64_t *strides,
                                    int64_t offset, mag_tensor_t **out) {
     int64_t numel;
-    MAG_TRY(mag_checked_numel(rank, shape, &numel));
+    MAG_TRY(mag_checked_numel("as_strided", rank, shape, &numel));
     mag_tensor_t probe = *t; /* check the span of the requested layout against the storage */
     probe.rank = rank;
     probe.offset = offset;
     probe.numel = numel;
     memcpy(probe.shape, shape, (size_t)rank * sizeof(int64_t));
     memcpy(probe.strides, strides, (size_t)rank * sizeof(int64_t));
-    int64_t lo, hi;
-    mag_tensor_byte_span(&probe, &lo, &hi);
-    if (numel && (lo < 0 || (uint64_t)hi > t->storage->nbytes))
+    if (!mag_layout_in_bounds(&probe, t->storage->nbytes))
         return mag_error(MAG_ERR_VALUE, "as_strided: shape %s at offset %lld reaches outside the storage (%zu bytes)",
                          mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rank, shape), (long long)offset,
                          t->storage->nbytes);
@@ -271,7 +291,8 @@ mag_status_t mag_tensor_as_strided(mag_tensor_t *t, int64_t rank, const int64_t 
 
 mag_status_t mag_broadcast_shape(int64_t ra, const int64_t *a, int64_t rb, const int64_t *b, int64_t *rank_out,
                                  int64_t *shape_out) {
-    int64_t r = ra > rb ? ra : rb;
+    int64_t r = ra > rb ? ra : rb, out[MAG_MAX_RANK];
+    if (r > MAG_MAX_RANK) return mag_error(MAG_ERR_VALUE, "broadcast: rank %lld exceeds %d", (long long)r, MAG_MAX_RANK);
     for (int64_t i = 0; i < r; ++i) {
         int64_t da = i < r - ra ? 1 : a[i - (r - ra)];
         int64_t db = i < r - rb ? 1 : b[i - (r - rb)];
@@ -280,8 +301,9 @@ mag_status_t mag_broadcast_shape(int64_t ra, const int64_t *a, int64_t rb, const
                              mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, ra, a),
                              mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rb, b), (long long)i, (long long)da,
                              (long long)db);
-        shape_out[i] = da == 1 ? db : da;
+        out[i] = da == 1 ? db : da;
     }
+    memcpy(shape_out, out, (size_t)r * sizeof(int64_t)); /* shape_out may alias a or b */
     *rank_out = r;
     return MAG_OK;
 }

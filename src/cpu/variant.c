@@ -6,10 +6,14 @@
 #include "kernels/bitwise.c"
 #include "kernels/compare.c"
 #include "kernels/copy.c"
+#include "kernels/cumsum.c"
 #include "kernels/fill.c"
 #include "kernels/index.c"
 #include "kernels/matmul.c"
+#include "kernels/reduce.c"
+#include "kernels/softmax.c"
 #include "kernels/struct.c" /* after copy.c: repeat, cat and stack use its kernel */
+#include "kernels/topk.c"
 #include "kernels/unary.c"
 
 #ifndef MAG_CPU_VARIANT
@@ -110,4 +114,8 @@ void MAG_CAT(mag_cpu_table_, MAG_CPU_VARIANT)(mag_kernel_table_t t) {
     register_matmul(t);
     register_struct(t);
     register_unary(t);
+    register_reduce(t);
+    register_softmax(t);
+    register_topk(t);
+    register_cumsum(t);
 }

@@ -40,3 +40,16 @@ def test_cheatsheet_is_up_to_date() -> None:
     spec.loader.exec_module(gen)
     current = (ROOT / "docs" / "cheatsheet.md").read_text() if (ROOT / "docs" / "cheatsheet.md").exists() else ""
     assert current == gen.render(), "docs/cheatsheet.md is stale: run PYTHONPATH=python python tools/gen_cheatsheet.py"
+
+
+def test_type_stubs_are_up_to_date() -> None:
+    spec = importlib.util.spec_from_file_location("gen_stubs", ROOT / "tools" / "gen_stubs.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    stub = ROOT / "python" / "magnetron" / "_C.pyi"
+    text = gen.render()
+    stale = "_C.pyi is stale: run PYTHONPATH=python python tools/gen_stubs.py"
+    assert stub.exists() and stub.read_text() == text, stale
+    for row in mag._C.op_table():
+        if row["kind"] != 3:  # every generated method is declared
+            assert f"def {row['name']}(" in text

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
 from .. import dtype as _dt
+from .._grad_mode import no_grad
 from .._tensor import Tensor
 
 
@@ -192,7 +193,8 @@ class Module:
                 new = Parameter(src, requires_grad=dst.requires_grad) if is_param else src
                 (m._parameters if is_param else m._buffers)[name] = new
             else:
-                dst.copy_(src)
+                with no_grad():
+                    dst.copy_(src)
         if errors:
             raise RuntimeError(f"load_state_dict for {type(self).__name__}: " + "; ".join(errors))
         return IncompatibleKeys(missing, unexpected)

@@ -55,7 +55,7 @@ class Adam(Optimizer):
                     grad = grad + p * wd
             m, v = state["exp_avg"], state["exp_avg_sq"]
             m.add_((grad - m) * (1.0 - beta1))  # PyTorch's lerp_
-            v.mul_(beta2).add_(grad * grad * (1.0 - beta2))
+            v.mul_(beta2).add_(grad * (1.0 - beta2) * grad)  # addcmul_ order
             step_size = lr / (1.0 - beta1**t)
             bias_correction2_sqrt = math.sqrt(1.0 - beta2**t)
             if g["amsgrad"]:

@@ -15,8 +15,9 @@ static inline float uniform01_24(uint32_t w) { return (float)(w >> 8) * 0x1.0p-2
 
 #define FILL_KERNELS(ID, ST, CT)                                                                                       \
     static void k_fill_##ID(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {                                     \
-        ST v = (mag_dtype_info(MAG_DTYPE_##ID)->flags & MAG_DTF_FLOAT) ? MAG_ST_##ID(mag_scalar_as_double(a->attrs[0])) \
-                                                                        : MAG_ST_##ID(mag_scalar_as_int(a->attrs[0]));   \
+        mag_scalar_t s = a->attrs[0]; /* converted exactly as cast converts a tensor of the scalar's kind */           \
+        ST v = s.kind == MAG_SCALAR_FLOAT ? MAG_ST_##ID(s.f) : s.kind == MAG_SCALAR_UINT ? MAG_ST_##ID(s.u)           \
+                                                                                         : MAG_ST_##ID(s.i);          \
         ELEMENTS_LOOP(ST, out[i] = v;);                                                                                  \
     }                                                                                                                  \
     static void k_bernoulli_##ID(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {                                \
@@ -55,9 +56,12 @@ MAG_NUMERIC_DTYPES(ARANGE_KERNEL)
 #define UNIFORM_FLOAT(ID, ST, CT)                                                                                      \
     static void k_uniform_##ID(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {                                  \
         double lo = mag_scalar_as_double(a->attrs[0]), hi = mag_scalar_as_double(a->attrs[1]);                        \
-        ELEMENTS_LOOP(ST, uint32_t w[4]; mag_philox4x32(a->rng, (uint64_t)idx, w); double u = sizeof(CT) == 8 ? uniform01_53(w) : uniform01_24(w[0]); \
-                      CT r = (CT)(lo + (hi - lo) * u); if (r >= (CT)hi && hi > lo) r = (CT)lo;                        \
-                      out[i] = MAG_ST_##ID(r););                                                                         \
+        ELEMENTS_LOOP(ST, uint32_t w[4]; mag_philox4x32(a->rng, (uint64_t)idx, w);                                     \
+                      double u = sizeof(CT) == 8 ? uniform01_53(w) : uniform01_24(w[0]);                               \
+                      ST r = MAG_ST_##ID((CT)(lo + (hi - lo) * u));                                                    \
+                      /* rounding (to f32, f16, bf16) can reach high: keep the interval half-open */                   \
+                      if (MAG_LD_##ID(r) >= hi && hi > lo) r = MAG_ST_##ID(lo);                                        \
+                      out[i] = r;);                                                                                    \
     }                                                                                                                  \
     static void k_normal_##ID(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {                                   \
         double mean = mag_scalar_as_double(a->attrs[0]), std = mag_scalar_as_double(a->attrs[1]);                     \
@@ -72,7 +76,7 @@ MAG_FLOAT_DTYPES(UNIFORM_FLOAT)
 #define UNIFORM_INT(ID, ST, CT)                                                                                        \
     static void k_uniform_##ID(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {                                  \
         int64_t lo = mag_scalar_as_int(a->attrs[0]), hi = mag_scalar_as_int(a->attrs[1]);                             \
-        uint64_t span = hi >= lo ? (uint64_t)hi - (uint64_t)lo + 1 : 1; /* 0 means the full 2^64 range */              \
+        uint64_t span = (uint64_t)hi - (uint64_t)lo + 1; /* lo <= hi (checked); 0 means the full 2^64 range */        \
         ELEMENTS_LOOP(ST, uint32_t w[4]; mag_philox4x32(a->rng, (uint64_t)idx, w);                                     \
                       uint64_t r = ((uint64_t)w[0] << 32) | w[1]; if (span) r %= span;                                 \
                       out[i] = (ST)((uint64_t)lo + r););                                                                 \

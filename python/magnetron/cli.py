@@ -1,0 +1,121 @@
+"""The ``magnetron`` command line.
+
+Each subcommand is a function that adds its parser to ``COMMANDS``; ``main`` dispatches and
+turns expected failures (a bad file, a missing file, a bad argument) into one line on stderr
+and exit status 1. More subcommands (info, pull, generate, chat, serve, bench) plug in the
+same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .utils.progress import progress
+
+
+@dataclass(frozen=True)
+class Command:
+    help: str
+    add_args: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+COMMANDS: dict[str, Command] = {}
+
+
+def register(name: str, help: str, add_args: Callable[[argparse.ArgumentParser], None],
+             run: Callable[[argparse.Namespace], int]) -> None:  # fmt: skip
+    """Add a subcommand: ``add_args`` fills its parser, ``run`` returns the exit status."""
+    COMMANDS[name] = Command(help, add_args, run)
+
+
+class _Bar:
+    """A progress bar that starts when the total is known."""
+
+    def __init__(self, desc: str) -> None:
+        self.desc = desc
+        self.bar: progress | None = None
+
+    def start(self, total: int) -> None:
+        self.bar = progress(total, self.desc)
+
+    def update(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+
+
+def _convert_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("src", help="a Hugging Face model folder, or a .safetensors, .bin/.pt, .gguf or .mag file")
+    p.add_argument("dst", help="the .mag snapshot to write")
+    p.add_argument(
+        "--dtype",
+        choices=["float32", "bfloat16", "float16"],
+        help="cast floating-point tensors to this dtype (quantised GGUF tensors: default bfloat16)",
+    )
+
+
+def _convert(ns: argparse.Namespace) -> int:
+    from .io.convert import convert
+
+    bar = _Bar("convert")
+    try:
+        done = convert(ns.src, ns.dst, dtype=ns.dtype, on_start=bar.start, on_tensor=bar.update)
+    finally:
+        bar.close()
+    print(f"wrote {ns.dst}: {done['tensors']} tensors, {done['bytes'] / 1e6:.1f} MB")
+    return 0
+
+
+def _verify_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="the .mag snapshot to check")
+
+
+def _verify(ns: argparse.Namespace) -> int:
+    from .io.mag import load
+
+    snap = load(ns.file)  # checks the header, directory and header checksum
+    bar = _Bar("verify")
+    bar.start(sum(snap.info(name)["nbytes"] for name in snap))
+    try:
+        snap.verify(progress=bar.update)
+    finally:
+        bar.close()
+    size = f"{len(snap)} tensors, {snap.nbytes / 1e6:.1f} MB"
+    print(f"{ns.file}: OK (format version {snap.version}, {size}, checksums match)")
+    return 0
+
+
+register("convert", "import safetensors, PyTorch or GGUF weights into a .mag snapshot", _convert_args, _convert)
+register("verify", "check a .mag snapshot, including every tensor's checksum", _verify_args, _verify)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="magnetron", description="magnetron: a compact ML runtime.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, cmd in COMMANDS.items():
+        cmd.add_args(sub.add_parser(name, help=cmd.help, description=cmd.help))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    prog = f"magnetron {ns.command}"
+    try:
+        return COMMANDS[ns.command].run(ns)
+    except KeyboardInterrupt:
+        print(f"\n{prog}: interrupted", file=sys.stderr)
+        return 130
+    except (OSError, ValueError, TypeError, RuntimeError) as e:  # FormatError is a ValueError
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
