@@ -245,8 +245,38 @@ bool mag_op_has_grad(mag_op_t op);
 
 /* ---- runtime context ---- */
 void mag_manual_seed(uint64_t seed);
+/* Threads the CPU kernels use, the caller included (default: the CPUs this process may use, after
+ * affinity and cgroup quota, or MAGNETRON_NUM_THREADS). Resizing is safe at any time. */
 uint32_t mag_num_threads(void);
 mag_status_t mag_set_num_threads(uint32_t n);
+
+/* ---- CPU: detection and kernel variants ----
+ * The CPU kernels are compiled once per ISA level ("generic", "avx2", "avx512", "avx512_spr";
+ * "neon", "neon_bf16" on aarch64). At start-up the best one this CPU and OS run is chosen;
+ * MAGNETRON_CPU_VARIANT=<name> forces one ("auto" or empty: the best). */
+#define MAG_MAX_CPU_VARIANTS 8
+
+typedef struct mag_cpu_info {
+    char vendor[16];                /* CPUID vendor ("GenuineIntel", "AuthenticAMD") or "ARM" */
+    char model[64];                 /* brand string ("" where the CPU has none) */
+    uint32_t family, model_number, stepping; /* CPUID signature (0 off x86) */
+    uint32_t cpus;                  /* CPUs this process may use: the default thread count */
+    uint64_t features;              /* bit i set: feature mag_cpu_feature_name(i) is usable (CPU and OS) */
+    const char *variant;            /* kernel variant in use; NULL when selection failed */
+    uint32_t n_variants;            /* variants built, lowest ISA level first */
+    const char *variants[MAG_MAX_CPU_VARIANTS];
+    bool variant_runs[MAG_MAX_CPU_VARIANTS]; /* this machine can run variants[i] */
+} mag_cpu_info_t;
+
+/* Choose the kernel variant and thread count (done once, by the first op at the latest). Fails with
+ * MAG_ERR_VALUE when MAGNETRON_CPU_VARIANT names a variant this build lacks or this machine cannot
+ * run (every op then fails: no kernel is selected), or when MAGNETRON_NUM_THREADS is not an
+ * integer in [1, 1024] (the default count is used). Later calls return the same outcome. */
+mag_status_t mag_cpu_init(void);
+/* Fill *out; returns mag_cpu_init()'s status (out is filled either way). */
+mag_status_t mag_cpu_info(mag_cpu_info_t *out);
+/* Name of CPU feature bit `bit` ("avx2", "amx_tile", "asimddp", ...); NULL past the last. */
+const char *mag_cpu_feature_name(uint32_t bit);
 /* Live bytes held by tensors and bytes parked in the caching allocator. */
 void mag_alloc_stats(size_t *live_bytes, size_t *cached_bytes);
 void mag_alloc_trim(void);

@@ -29,22 +29,14 @@ class Context:
         _C.set_num_threads(n)
 
     def cpu_info(self) -> dict[str, Any]:
-        """Vendor, model, ISA features found and the kernel variant in use."""
-        info: dict[str, Any] = {"vendor": "", "model": "", "features": [], "variant": "generic"}
-        try:
-            with open("/proc/cpuinfo") as f:
-                for line in f:
-                    key, _, value = line.partition(":")
-                    key = key.strip()
-                    if key == "vendor_id" and not info["vendor"]:
-                        info["vendor"] = value.strip()
-                    elif key == "model name" and not info["model"]:
-                        info["model"] = value.strip()
-                    elif key == "flags" and not info["features"]:
-                        info["features"] = value.split()
-        except OSError:
-            pass
-        return info
+        """What the CPU backend found and chose.
+
+        Keys: ``vendor``, ``model`` (brand string), ``family``/``model_number``/``stepping`` (CPUID),
+        ``cpus`` (CPUs this process may use), ``features`` (ISA features the CPU *and* OS allow,
+        e.g. ``"avx2"``, ``"amx_tile"``), ``variant`` (the kernel table in use), ``variants_built``
+        and ``variants_available`` (built and runnable here; ``MAGNETRON_CPU_VARIANT`` picks one).
+        """
+        return _C.cpu_info()
 
     def devices(self) -> list[str]:
         return ["cpu"]

@@ -3,6 +3,7 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <stdexcept>
 
 static PyObject *format_error = nullptr;
 
@@ -127,7 +128,33 @@ static nb::list dtype_table() {
     return dts;
 }
 
+static nb::dict cpu_info() {
+    mag_cpu_info_t info;
+    mag_cpu_info(&info);  // a selection error was raised at import
+    nb::list features, built, runnable;
+    for (uint32_t i = 0; mag_cpu_feature_name(i); ++i)
+        if (info.features >> i & 1) features.append(mag_cpu_feature_name(i));
+    for (uint32_t i = 0; i < info.n_variants; ++i) {
+        built.append(info.variants[i]);
+        if (info.variant_runs[i]) runnable.append(info.variants[i]);
+    }
+    nb::dict d;
+    d["vendor"] = info.vendor;
+    d["model"] = info.model;
+    d["family"] = info.family;
+    d["model_number"] = info.model_number;
+    d["stepping"] = info.stepping;
+    d["cpus"] = info.cpus;
+    d["features"] = features;
+    d["variant"] = info.variant ? nb::object(nb::str(info.variant)) : nb::none();
+    d["variants_built"] = built;
+    d["variants_available"] = runnable;
+    return d;
+}
+
 NB_MODULE(_C, m) {
+    // A bad MAGNETRON_CPU_VARIANT / MAGNETRON_NUM_THREADS fails the import with an ImportError carrying the message.
+    if (mag_cpu_init() != MAG_OK) throw std::runtime_error(mag_last_error());
     format_error = PyErr_NewExceptionWithDoc("magnetron.FormatError",
                                              "A corrupt, truncated or hostile file (a ValueError).", PyExc_ValueError,
                                              nullptr);
@@ -138,6 +165,7 @@ NB_MODULE(_C, m) {
     m.def("has_kernel", [](int op, int dt) { return mag_op_has_kernel((mag_op_t)op, (mag_dtype_t)dt); });
     m.def("manual_seed", [](uint64_t s) { mag_manual_seed(s); }, nb::arg("seed"));
     m.def("get_num_threads", &mag_num_threads);
+    m.def("cpu_info", &cpu_info, "CPU vendor, model, usable features and kernel variants (see mag_cpu_info).");
     m.def("set_num_threads", [](int64_t n) {
         if (n < 1) raise_error(PyExc_ValueError, "num_threads must be >= 1, got %lld", (long long)n);
         check(mag_set_num_threads((uint32_t)n));

@@ -1,144 +1,219 @@
 /*
- * The thread pool: workers sleep on a condition variable and wake for a new generation of
- * work; each takes its fixed share index, so a job touches only the workers it needs.
- * (Spinning and finer wake-ups are the speed issue's work.)
+ * The thread pool. Workers persist between ops. A worker waits for work on its own mailbox:
+ * it spins briefly (with the pause instruction) so a stream of ops pays no wake-up latency,
+ * then sleeps on its own condition variable so an idle process burns no CPU. A job of nt
+ * shares posts to workers 1..nt-1 only and runs share 0 on the caller. Each posted share is
+ * claimed by one compare-and-swap, by its worker or, once the caller is done with share 0, by
+ * the caller: a worker that is asleep or descheduled (a busy machine) costs at worst the
+ * serial time, never a scheduler slice. The caller then waits only for shares being run.
+ * One job runs at a time: a thread that finds the pool busy (another thread's op, or a
+ * resize) runs its op alone rather than wait.
  */
 #include "threadpool.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 
-typedef struct pool {
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_pause() _mm_pause()
+#elif defined(__aarch64__)
+#define cpu_pause() __asm__ volatile("yield")
+#else
+#define cpu_pause() ((void)0)
+#endif
+
+/* How long a waiter spins before it sleeps: well above the gap between two ops of a Python loop
+ * (a few us), well below a scheduler slice. */
+#define SPIN_NS 50000
+
+/* A counter one thread waits on and another advances, with the sleep path of the waiter. */
+typedef struct mailbox {
+    _Alignas(64) atomic_uint_fast64_t value;
+    atomic_bool sleeping;
     pthread_mutex_t mu;
-    pthread_cond_t wake, done;
-    pthread_t *threads;
+    pthread_cond_t cv;
+} mailbox_t;
+
+typedef struct worker {
+    mailbox_t box; /* (job << 1) | CLAIMED: the last job that has a share for this worker */
+    pthread_t thread;
+    int64_t ti; /* its share index */
+} worker_t;
+
+static struct {
+    uint32_t n_threads; /* configured, the caller included */
+    worker_t *workers;  /* started lazily: workers[i] runs share i + 1 */
     uint32_t n_workers;
-    uint64_t generation;
-    bool stop;
+    atomic_bool stop;
+    /* the current job, written before it is posted */
     mag_kernel_fn fn;
     const mag_kernel_args_t *args;
     int64_t nt;
-    int64_t pending;
-} pool_t;
+    uint64_t job; /* jobs run so far; the first is 1 */
+    _Alignas(64) atomic_int_fast64_t pending; /* shares 1..nt-1 of this job not finished */
+    mailbox_t done;                           /* the last job finished */
+} pool = {.n_threads = 1};
 
-static pool_t pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER};
-static uint32_t pool_threads; /* 0 = not initialised yet */
-static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER; /* one job at a time */
+#define CLAIMED 1u
 
+static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER; /* held while a job runs or the pool changes */
+
+static void mailbox_init(mailbox_t *m) {
+    atomic_init(&m->value, 0);
+    atomic_init(&m->sleeping, false);
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_cond_init(&m->cv, NULL);
+}
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Wait until m->value != old and return it. The sleeping flag and the value are both seq_cst,
+ * so either the waiter sees the new value or the poster sees the flag (and then signals under
+ * the mutex the waiter holds until it is inside pthread_cond_wait): no wake-up is lost.
+ */
+static uint64_t mailbox_wait(mailbox_t *m, uint64_t old) {
+    uint64_t v, t0 = 0;
+    for (uint32_t i = 0; (v = atomic_load_explicit(&m->value, memory_order_acquire)) == old; ++i) {
+        cpu_pause();
+        if ((i & 255) != 255) continue;
+        if (!t0) t0 = now_ns();
+        else if (now_ns() - t0 > SPIN_NS) {
+            pthread_mutex_lock(&m->mu);
+            atomic_store(&m->sleeping, true);
+            while ((v = atomic_load(&m->value)) == old) pthread_cond_wait(&m->cv, &m->mu);
+            atomic_store(&m->sleeping, false);
+            pthread_mutex_unlock(&m->mu);
+            break;
+        }
+    }
+    return v;
+}
+
+static void mailbox_post(mailbox_t *m, uint64_t value) {
+    atomic_store(&m->value, value);
+    if (atomic_load(&m->sleeping)) {
+        pthread_mutex_lock(&m->mu);
+        pthread_cond_signal(&m->cv);
+        pthread_mutex_unlock(&m->mu);
+    }
+}
+
+/* Claim this worker's share of `job`; exactly one of the worker and the caller succeeds. */
+static bool claim(worker_t *w, uint64_t job) {
+    uint64_t posted = job << 1;
+    return atomic_compare_exchange_strong(&w->box.value, &posted, posted | CLAIMED);
+}
+
+static void run_share(int64_t ti, uint64_t job) {
+    pool.fn(pool.args, ti, pool.nt);
+    if (atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_acq_rel) == 1) mailbox_post(&pool.done, job);
+}
 
 static void *worker_main(void *p) {
-    int64_t ti = (int64_t)(intptr_t)p;
-    uint64_t seen = 0;
-    pthread_mutex_lock(&pool.mu);
-    for (;;) {
-        while (!pool.stop && pool.generation == seen) pthread_cond_wait(&pool.wake, &pool.mu);
-        if (pool.stop) break;
-        seen = pool.generation;
-        if (ti >= pool.nt) continue;
-        mag_kernel_fn fn = pool.fn;
-        const mag_kernel_args_t *a = pool.args;
-        int64_t nt = pool.nt;
-        pthread_mutex_unlock(&pool.mu);
-        fn(a, ti, nt);
-        pthread_mutex_lock(&pool.mu);
-        if (--pool.pending == 0) pthread_cond_signal(&pool.done);
-    }
-    pthread_mutex_unlock(&pool.mu);
-    return NULL;
-}
-
-static void pool_stop(void) {
-    pthread_mutex_lock(&pool.mu);
-    pool.stop = true;
-    pthread_cond_broadcast(&pool.wake);
-    pthread_mutex_unlock(&pool.mu);
-    for (uint32_t i = 0; i < pool.n_workers; ++i) pthread_join(pool.threads[i], NULL);
-    free(pool.threads);
-    pool.threads = NULL;
-    pool.n_workers = 0;
-    pool.stop = false;
-    pool.generation = 0; /* new workers start at seen = 0: they must not take the last job for a new one */
-}
-
-static uint32_t default_threads(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0) return (uint32_t)n;
-    }
-    return 1;
-}
-
-static mag_status_t pool_start(uint32_t n) {
-    pool.threads = n > 1 ? calloc(n - 1, sizeof(pthread_t)) : NULL;
-    if (n > 1 && !pool.threads) return mag_error(MAG_ERR_MEMORY, "thread pool: out of memory");
-    for (uint32_t i = 0; i + 1 < n; ++i) {
-        if (pthread_create(&pool.threads[i], NULL, worker_main, (void *)(intptr_t)(i + 1)) != 0) {
-            pool.n_workers = i;
-            pool_stop();
-            pool_threads = 1;
-            return mag_error(MAG_ERR_RUNTIME, "thread pool: could not start %u threads", n);
+    worker_t *w = p;
+    for (uint64_t seen = 0;;) {
+        seen = mailbox_wait(&w->box, seen);
+        if (atomic_load(&pool.stop)) return NULL;
+        /* A claimed share keeps its job (and pool.fn, args, nt) in flight until it finishes. */
+        if (!(seen & CLAIMED) && claim(w, seen >> 1)) {
+            seen |= CLAIMED;
+            run_share(w->ti, seen >> 1);
         }
-        pool.n_workers = i + 1;
     }
-    pool_threads = n;
-    return MAG_OK;
 }
 
-static void ensure_started(void) {
-    if (pool_threads) return;
-    uint32_t n = default_threads();
-    const char *env = getenv("MAGNETRON_NUM_THREADS");
-    if (env && atoi(env) > 0) n = (uint32_t)atoi(env);
-    if (pool_start(n) != MAG_OK) pool_threads = 1;
+static void stop_workers(void) {
+    atomic_store(&pool.stop, true);
+    for (uint32_t i = 0; i < pool.n_workers; ++i) {
+        worker_t *w = &pool.workers[i];
+        mailbox_post(&w->box, atomic_load(&w->box.value) + 2);
+    }
+    for (uint32_t i = 0; i < pool.n_workers; ++i) {
+        pthread_join(pool.workers[i].thread, NULL);
+        pthread_mutex_destroy(&pool.workers[i].box.mu);
+        pthread_cond_destroy(&pool.workers[i].box.cv);
+    }
+    free(pool.workers);
+    pool.workers = NULL;
+    pool.n_workers = 0;
+    atomic_store(&pool.stop, false);
+}
+
+/* A forked child has only the forking thread: forget the parent's workers (the child starts its own). */
+static void after_fork_in_child(void) {
+    pool.workers = NULL; /* leaked on purpose: their threads do not exist here */
+    pool.n_workers = 0;
+    pthread_mutex_init(&run_mu, NULL);
+    mailbox_init(&pool.done);
+    atomic_store(&pool.done.value, pool.job);
+}
+
+static void register_fork_handler(void) {
+    pthread_atfork(NULL, NULL, after_fork_in_child);
+    mailbox_init(&pool.done);
+}
+
+/* Start the configured workers (run_mu held). Fewer may start if the system refuses threads. */
+static void start_workers(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_fork_handler);
+    uint32_t n = pool.n_threads - 1;
+    pool.workers = aligned_alloc(64, n * sizeof(worker_t)); /* sizeof is a multiple of 64 */
+    if (!pool.workers) return;
+    while (pool.n_workers < n) {
+        worker_t *w = &pool.workers[pool.n_workers];
+        mailbox_init(&w->box);
+        w->ti = pool.n_workers + 1;
+        if (pthread_create(&w->thread, NULL, worker_main, w) != 0) break;
+        pool.n_workers++;
+    }
 }
 
 mag_status_t mag_pool_resize(uint32_t n) {
-    if (n == 0 || n > 1024) return mag_error(MAG_ERR_VALUE, "num_threads must be in [1, 1024], got %u", n);
+    if (n == 0 || n > MAG_POOL_MAX_THREADS)
+        return mag_error(MAG_ERR_VALUE, "num_threads must be in [1, %d], got %u", MAG_POOL_MAX_THREADS, n);
     pthread_mutex_lock(&run_mu);
-    ensure_started();
-    mag_status_t s = MAG_OK;
-    if (n != pool_threads) {
-        pool_stop();
-        s = pool_start(n);
+    if (n != pool.n_threads) {
+        stop_workers();
+        pool.n_threads = n;
     }
     pthread_mutex_unlock(&run_mu);
-    return s;
+    return MAG_OK;
 }
 
 uint32_t mag_pool_size(void) {
     pthread_mutex_lock(&run_mu);
-    ensure_started();
-    uint32_t n = pool_threads;
+    uint32_t n = pool.n_threads;
     pthread_mutex_unlock(&run_mu);
     return n;
 }
 
 void mag_pool_run(mag_kernel_fn fn, const mag_kernel_args_t *a, int64_t nt) {
-    if (nt <= 1) {
-        fn(a, 0, 1);
-        return;
-    }
-    pthread_mutex_lock(&run_mu);
-    ensure_started();
-    if (nt > pool_threads) nt = pool_threads;
-    if (nt <= 1) {
+    if (nt > 1 && pthread_mutex_trylock(&run_mu) == 0) {
+        if (pool.n_workers + 1 < pool.n_threads && !pool.workers) start_workers();
+        if (nt > (int64_t)pool.n_workers + 1) nt = (int64_t)pool.n_workers + 1;
+        if (nt > 1) {
+            pool.fn = fn;
+            pool.args = a;
+            pool.nt = nt;
+            uint64_t job = ++pool.job;
+            atomic_store_explicit(&pool.pending, nt - 1, memory_order_relaxed);
+            for (int64_t i = 0; i < nt - 1; ++i) mailbox_post(&pool.workers[i].box, job << 1);
+            fn(a, 0, nt);
+            for (int64_t i = 0; i < nt - 1; ++i)
+                if (claim(&pool.workers[i], job)) run_share(i + 1, job);
+            mailbox_wait(&pool.done, job - 1); /* jobs finish in order: done holds job - 1 until this one ends */
+            pthread_mutex_unlock(&run_mu);
+            return;
+        }
         pthread_mutex_unlock(&run_mu);
-        fn(a, 0, 1);
-        return;
     }
-    pthread_mutex_lock(&pool.mu);
-    pool.fn = fn;
-    pool.args = a;
-    pool.nt = nt;
-    pool.pending = nt - 1;
-    ++pool.generation;
-    pthread_cond_broadcast(&pool.wake);
-    pthread_mutex_unlock(&pool.mu);
-    fn(a, 0, nt);
-    pthread_mutex_lock(&pool.mu);
-    while (pool.pending > 0) pthread_cond_wait(&pool.done, &pool.mu);
-    pthread_mutex_unlock(&pool.mu);
-    pthread_mutex_unlock(&run_mu);
+    fn(a, 0, 1);
 }

@@ -12,3 +12,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    import magnetron as mag  # here, not at the top: a bad MAGNETRON_CPU_VARIANT then fails loudly in the header
+
+    info = mag.context.cpu_info()
+    return f"magnetron cpu variant: {info['variant']} (available: {', '.join(info['variants_available'])})"
