@@ -1,0 +1,1 @@
+int mgb_dummy(void);int mgb_dummy(void){return 0;}
