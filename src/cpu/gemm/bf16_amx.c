@@ -11,9 +11,11 @@
 #ifdef MAG_GEMM_AMX_EMULATE
 #include "amx_emulate.h"
 #define KERNEL_NAME mag_gemm_bf16_amx_emulated
+#define EPILOGUE mag_gemm_epilogue_generic
 #else
 #include <immintrin.h>
 #define KERNEL_NAME mag_gemm_bf16_amx
+#define EPILOGUE mag_gemm_epilogue_avx512
 #define tile_config(cfg) _tile_loadconfig(cfg)
 #define tile_release() _tile_release()
 #define tile_zero(t) _tile_zero(t)
@@ -109,5 +111,5 @@ static void ukr(int64_t kc, const void *ap, const void *bp, float *c, int64_t ld
 
 const mag_gemm_kernel_t KERNEL_NAME = {
     .mr = MR, .nr = NR, .kq = KB, .esz = 2, .mc = 32 * 8, .kc = 1024, .nc = 1024,
-    .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr, .enter = enter, .leave = leave,
+    .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr, .epi = EPILOGUE, .enter = enter, .leave = leave,
 };

@@ -4,7 +4,7 @@
  * also serves them on machines without (or for paths not using) bf16 instructions.
  */
 #include "pack.h"
-#include "ukr_avx512.h"
+#include "avx512.h"
 
 /* n contiguous elements to float32; masked loads take the tail. */
 static void cvt_row(mag_dtype_t dt, const void *src, int64_t n, float *dst) {
@@ -22,14 +22,66 @@ static void cvt_row(mag_dtype_t dt, const void *src, int64_t n, float *dst) {
     }
 }
 
+/* float32 -> bf16 bits, round to nearest even, NaN kept quiet (mag_f32_to_bf16 in vector form). */
+static inline __m256i f32_to_bf16(__m512 v) {
+    __m512i u = _mm512_castps_si512(v);
+    __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(r);
+}
+
+/* The vector epilogue for rows with unit column stride; others take the portable one. */
+void mag_gemm_epilogue_avx512(mag_dtype_t dt, int64_t m, int64_t n, const float *t, int64_t ldt, void *c, int64_t rsc,
+                              int64_t csc, float alpha, float beta) {
+    if (csc != 1) {
+        mag_gemm_epilogue_generic(dt, m, n, t, ldt, c, rsc, csc, alpha, beta);
+        return;
+    }
+    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    for (int64_t i = 0; i < m; ++i, t += ldt) {
+        float *cf = (float *)c + i * rsc;
+        uint16_t *ch = (uint16_t *)c + i * rsc;
+        for (int64_t j = 0; j < n; j += 16) {
+            __mmask16 k = mag_tail_mask(n - j);
+            __m512 v = _mm512_mul_ps(va, _mm512_maskz_loadu_ps(k, t + j));
+            if (dt == MAG_DTYPE_FLOAT32) {
+                if (beta != 0.0f) v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k, cf + j), v);
+                _mm512_mask_storeu_ps(cf + j, k, v);
+                continue;
+            }
+            if (beta != 0.0f) {
+                float old[16];
+                cvt_row(dt, ch + j, mag_gemm_min(16, n - j), old);
+                v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k, old), v);
+            }
+            __m256i h = dt == MAG_DTYPE_FLOAT16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+                                                : f32_to_bf16(v);
+            _mm256_mask_storeu_epi16(ch + j, k, h);
+        }
+    }
+}
+
 enum { MR = 14, NV = 2, NR = 16 * NV };
 
+/* float32 rows with contiguous depths take the vector transposition; the rest the template. */
+static inline __attribute__((always_inline)) void pack(mag_dtype_t dt, int64_t m, int64_t k, const void *x,
+                                                         int64_t rs, int64_t cs, void *dst, const int r) {
+    if (dt != MAG_DTYPE_FLOAT32 || cs != 1 || rs == 1) {
+        pack_f32_panels(dt, m, k, x, rs, cs, dst, r, cvt_row);
+        return;
+    }
+    for (int64_t i0 = 0; i0 < m; i0 += r)
+        mag_pack_tr32(mag_gemm_min(r, m - i0), k, (const float *)x + i0 * rs, rs * 4, (mag_gemm_u32 *)dst + i0 * k, r);
+}
+
 static void pack_a(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t rs, int64_t cs, void *dst) {
-    pack_f32_panels(dt, m, k, x, rs, cs, dst, MR, cvt_row);
+    pack(dt, m, k, x, rs, cs, dst, MR);
 }
 
 static void pack_b(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t rs, int64_t cs, void *dst) {
-    pack_f32_panels(dt, m, k, x, rs, cs, dst, NR, cvt_row);
+    pack(dt, m, k, x, rs, cs, dst, NR);
 }
 
 #define BCAST(x) _mm512_set1_ps(x)
@@ -37,6 +89,6 @@ static void pack_b(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t 
 MAG_GEMM_UKR_AVX512(ukr, MR, NV, 1, float, BCAST, MAC)
 
 const mag_gemm_kernel_t mag_gemm_f32_avx512 = {
-    .mr = MR, .nr = NR, .kq = 1, .esz = 4, .mc = 14 * 12, .kc = 192, .nc = 2048,
-    .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr,
+    .mr = MR, .nr = NR, .kq = 1, .esz = 4, .mc = 14 * 6, .kc = 512, .nc = 2048,
+    .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr, .epi = mag_gemm_epilogue_avx512,
 };

@@ -37,8 +37,8 @@ static void *scratch_get(size_t n) {
     return p;
 }
 
-/* ---- C[i, j] = alpha * T[i, j] + beta * C[i, j] over an m x n block (beta == 0: C not read) ---- */
-static void epilogue(mag_dtype_t dt, int64_t m, int64_t n, const float *t, int64_t ldt, void *c, int64_t rsc,
+/* ---- the portable epilogue (mag_gemm_epi_fn) ---- */
+void mag_gemm_epilogue_generic(mag_dtype_t dt, int64_t m, int64_t n, const float *t, int64_t ldt, void *c, int64_t rsc,
                      int64_t csc, float alpha, float beta) {
     for (int64_t i = 0; i < m; ++i, t += ldt) {
         if (dt == MAG_DTYPE_FLOAT32) {
@@ -117,7 +117,7 @@ static bool gemm_block(const job_t *g, const mag_gemm_kernel_t *k, int64_t m0, i
                             if (partial) {
                                 float *pt = pbuf + (i - mb0) * ldp + jr;
                                 k->ukr(kcp, apan, bpan, pt, ldp, !first);
-                                if (last) epilogue(g->dt, mm, nn, pt, ldp, cij, g->rsc, g->csc, g->alpha, g->beta);
+                                if (last) k->epi(g->dt, mm, nn, pt, ldp, cij, g->rsc, g->csc, g->alpha, g->beta);
                                 continue;
                             }
                             float beta = first ? g->beta : 1.0f;
@@ -126,7 +126,7 @@ static bool gemm_block(const job_t *g, const mag_gemm_kernel_t *k, int64_t m0, i
                                 k->ukr(kcp, apan, bpan, (float *)cij, g->rsc, beta == 1.0f);
                             } else {
                                 k->ukr(kcp, apan, bpan, tile, nr, false);
-                                epilogue(g->dt, mm, nn, tile, nr, cij, g->rsc, g->csc, g->alpha, beta);
+                                k->epi(g->dt, mm, nn, tile, nr, cij, g->rsc, g->csc, g->alpha, beta);
                             }
                         }
                     }
@@ -180,7 +180,7 @@ static bool gemv(const job_t *g, const mag_gemv_kernel_t *v, int64_t ti, int64_t
             v->dot(g->dt, len, g->K, x, w, g->csb, y);
         else
             v->axpy(g->dt, len, g->K, x, w, g->rsb, y);
-        epilogue(g->dt, 1, len, y, 0, ELEM(g->C, 0, j0, g->rsc, g->csc, g->es), g->rsc, g->csc, g->alpha, g->beta);
+        mag_gemm_epilogue_generic(g->dt, 1, len, y, 0, ELEM(g->C, 0, j0, g->rsc, g->csc, g->es), g->rsc, g->csc, g->alpha, g->beta);
     }
     return true;
 }
@@ -192,7 +192,7 @@ static void scale_rows(const job_t *g, int64_t ti, int64_t nt) {
     share(g->M, nt, ti, 1, &m0, &m1);
     for (int64_t i = m0; i < m1; ++i)
         for (int64_t j = 0; j < g->N; j += 64)
-            epilogue(g->dt, 1, mag_gemm_min(64, g->N - j), zeros, 0, ELEM(g->C, i, j, g->rsc, g->csc, g->es), g->rsc,
+            mag_gemm_epilogue_generic(g->dt, 1, mag_gemm_min(64, g->N - j), zeros, 0, ELEM(g->C, i, j, g->rsc, g->csc, g->es), g->rsc,
                      g->csc, g->alpha, g->beta);
 }
 

@@ -3,9 +3,7 @@
  * layouts read several rows of W at a time, each as one sequential stream; 16-bit weights are
  * widened in registers (a shift for bf16, vcvtph2ps for f16) and multiplied in float32.
  */
-#include "kernel.h"
-
-#include <immintrin.h>
+#include "avx512.h"
 
 /* 16 weights (the first n when n < 16) from w[idx...] as float32. */
 static inline __attribute__((always_inline)) __m512 ld16(const mag_dtype_t dt, const void *w, int64_t idx,
@@ -14,10 +12,6 @@ static inline __attribute__((always_inline)) __m512 ld16(const mag_dtype_t dt, c
     __m256i h = _mm256_maskz_loadu_epi16(m, (const uint16_t *)w + idx);
     if (dt == MAG_DTYPE_FLOAT16) return _mm512_cvtph_ps(h);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
-static inline __mmask16 tail_mask(int64_t left) {
-    return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
 }
 
 enum { ROWS = 4 };
@@ -38,7 +32,7 @@ static inline __attribute__((always_inline)) void dot_t(const mag_dtype_t dt, in
             }
         }
         for (; p < k; p += 16) {
-            __mmask16 m = tail_mask(k - p);
+            __mmask16 m = mag_tail_mask(k - p);
             __m512 x0 = _mm512_maskz_loadu_ps(m, x + p);
             for (int r = 0; r < ROWS; ++r) s[r] = _mm512_fmadd_ps(ld16(dt, w, (j + r) * ldw + p, m), x0, s[r]);
         }
@@ -47,7 +41,7 @@ static inline __attribute__((always_inline)) void dot_t(const mag_dtype_t dt, in
     for (; j < n; ++j) {
         __m512 s = _mm512_setzero_ps();
         for (int64_t p = 0; p < k; p += 16) {
-            __mmask16 m = tail_mask(k - p);
+            __mmask16 m = mag_tail_mask(k - p);
             s = _mm512_fmadd_ps(ld16(dt, w, j * ldw + p, m), _mm512_maskz_loadu_ps(m, x + p), s);
         }
         y[j] = _mm512_reduce_add_ps(s);
@@ -63,7 +57,7 @@ static inline __attribute__((always_inline)) void axpy_t(const mag_dtype_t dt, i
         __m512 xs[ROWS];
         for (int r = 0; r < ROWS; ++r) xs[r] = _mm512_set1_ps(x[p + r]);
         for (int64_t j = 0; j < n; j += 16) {
-            __mmask16 m = tail_mask(n - j);
+            __mmask16 m = mag_tail_mask(n - j);
             __m512 acc = _mm512_maskz_loadu_ps(m, y + j);
             for (int r = 0; r < ROWS; ++r) acc = _mm512_fmadd_ps(ld16(dt, w, (p + r) * ldw + j, m), xs[r], acc);
             _mm512_mask_storeu_ps(y + j, m, acc);
@@ -72,7 +66,7 @@ static inline __attribute__((always_inline)) void axpy_t(const mag_dtype_t dt, i
     for (; p < k; ++p) {
         __m512 xp = _mm512_set1_ps(x[p]);
         for (int64_t j = 0; j < n; j += 16) {
-            __mmask16 m = tail_mask(n - j);
+            __mmask16 m = mag_tail_mask(n - j);
             __m512 acc = _mm512_fmadd_ps(ld16(dt, w, p * ldw + j, m), xp, _mm512_maskz_loadu_ps(m, y + j));
             _mm512_mask_storeu_ps(y + j, m, acc);
         }

@@ -39,7 +39,7 @@ static void ukr(int64_t kc, const void *ap, const void *bp, float *c, int64_t ld
 
 const mag_gemm_kernel_t mag_gemm_f32_generic = {
     .mr = MR, .nr = NR, .kq = 1, .esz = 4, .mc = 128, .kc = 256, .nc = 1024,
-    .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr,
+    .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr, .epi = mag_gemm_epilogue_generic,
 };
 
 enum { CHUNK = 256 };

@@ -23,6 +23,10 @@ typedef void (*mag_gemm_pack_fn)(mag_dtype_t dt, int64_t m, int64_t k, const voi
  */
 typedef void (*mag_gemm_ukr_fn)(int64_t kc, const void *a, const void *b, float *c, int64_t ldc, bool acc);
 
+/* C[i*rsc + j*csc] = alpha * t[i*ldt + j] + beta * C[...] over m x n, in C's dtype (beta == 0: C not read). */
+typedef void (*mag_gemm_epi_fn)(mag_dtype_t dt, int64_t m, int64_t n, const float *t, int64_t ldt, void *c,
+                                int64_t rsc, int64_t csc, float alpha, float beta);
+
 typedef struct mag_gemm_kernel {
     int mr, nr;         /* register tile */
     int kq;             /* packed depths are padded to a multiple of kq (pairs for vdpbf16ps, 32 for AMX) */
@@ -30,6 +34,7 @@ typedef struct mag_gemm_kernel {
     int64_t mc, kc, nc; /* cache blocks: mc a multiple of mr, nc of nr, kc of kq */
     mag_gemm_pack_fn pack_a, pack_b;
     mag_gemm_ukr_fn ukr;
+    mag_gemm_epi_fn epi;
     void (*enter)(void), (*leave)(void); /* around a thread's share, when the microkernel holds state (AMX tiles) */
 } mag_gemm_kernel_t;
 
@@ -45,9 +50,13 @@ typedef struct mag_gemv_kernel {
     mag_gemv_fn dot, axpy;
 } mag_gemv_kernel_t;
 
+void mag_gemm_epilogue_generic(mag_dtype_t dt, int64_t m, int64_t n, const float *t, int64_t ldt, void *c, int64_t rsc,
+                               int64_t csc, float alpha, float beta);
 extern const mag_gemm_kernel_t mag_gemm_f32_generic;
 extern const mag_gemv_kernel_t mag_gemv_generic;
 #if defined(__x86_64__)
+void mag_gemm_epilogue_avx512(mag_dtype_t dt, int64_t m, int64_t n, const float *t, int64_t ldt, void *c, int64_t rsc,
+                              int64_t csc, float alpha, float beta);
 extern const mag_gemm_kernel_t mag_gemm_f32_avx512;
 extern const mag_gemm_kernel_t mag_gemm_bf16_avx512;
 extern const mag_gemm_kernel_t mag_gemm_bf16_amx;
