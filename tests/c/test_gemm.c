@@ -196,6 +196,7 @@ int main(int argc, char **argv) {
         }
     }
     static const mag_dtype_t all[] = {MAG_DTYPE_FLOAT32, MAG_DTYPE_FLOAT16, MAG_DTYPE_BFLOAT16};
+    printf("initial path: %s\n", mag_gemm_path_name(mag_gemm_path())); /* the detected or MAGNETRON_GEMM_PATH one */
     int ran = 0;
     for (int p = 0; p < MAG_GEMM__COUNT; ++p) {
         path_case_t pc = {mag_gemm_path_name((mag_gemm_path_t)p), NULL, (mag_gemm_path_t)p};

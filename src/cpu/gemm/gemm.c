@@ -157,13 +157,11 @@ static void grid(const job_t *g, const mag_gemm_kernel_t *k, int64_t nt, int64_t
 }
 
 /* M == 1 and B with a unit stride: stream B once, dot products or row sums by layout. */
-#define GEMV_CHUNK 4096
-
 static bool gemv(const job_t *g, const mag_gemv_kernel_t *v, int64_t ti, int64_t nt) {
     int64_t n0, n1;
     share(g->N, nt, ti, 64, &n0, &n1);
     if (n0 >= n1) return true;
-    float *x = scratch_get((size_t)(g->K + GEMV_CHUNK) * sizeof(float));
+    float *x = scratch_get((size_t)(g->K + n1 - n0) * sizeof(float));
     if (!x) return false;
     float *y = x + g->K;
     for (int64_t p = 0; p < g->K; ++p) {
@@ -172,16 +170,13 @@ static bool gemv(const job_t *g, const mag_gemv_kernel_t *v, int64_t ti, int64_t
                : g->dt == MAG_DTYPE_FLOAT16 ? mag_f16_to_f32(*(const uint16_t *)s)
                                              : mag_bf16_to_f32(*(const uint16_t *)s);
     }
-    bool dot = g->rsb == 1;
-    for (int64_t j0 = n0; j0 < n1; j0 += GEMV_CHUNK) {
-        int64_t len = mag_gemm_min(GEMV_CHUNK, n1 - j0);
-        const uint8_t *w = ELEM(g->B, 0, j0, g->rsb, g->csb, g->es);
-        if (dot)
-            v->dot(g->dt, len, g->K, x, w, g->csb, y);
-        else
-            v->axpy(g->dt, len, g->K, x, w, g->rsb, y);
-        mag_gemm_epilogue_generic(g->dt, 1, len, y, 0, ELEM(g->C, 0, j0, g->rsc, g->csc, g->es), g->rsc, g->csc, g->alpha, g->beta);
-    }
+    const uint8_t *w = ELEM(g->B, 0, n0, g->rsb, g->csb, g->es);
+    if (g->rsb == 1)
+        v->dot(g->dt, n1 - n0, g->K, x, w, g->csb, y);
+    else
+        v->axpy(g->dt, n1 - n0, g->K, x, w, g->rsb, y);
+    mag_gemm_epilogue_generic(g->dt, 1, n1 - n0, y, 0, ELEM(g->C, 0, n0, g->rsc, g->csc, g->es), g->rsc, g->csc,
+                              g->alpha, g->beta);
     return true;
 }
 
