@@ -142,6 +142,36 @@ static void check(const path_case_t *pc, mag_dtype_t dt, int64_t M, int64_t N, i
     free(a.buf), free(b.buf), free(c.buf), free(c0);
 }
 
+/* Batched, with a broadcast B (stride 0) and both thread splits (whole matrices; parts of each). */
+static void check_batched(const path_case_t *pc, mag_dtype_t dt, int64_t batch, int64_t nt) {
+    ++n_cases;
+    enum { M = 9, N = 20, K = 13 };
+    size_t es = mag_dtype_info(dt)->size;
+    uint8_t *a = malloc((size_t)(batch * M * K) * es), *b = malloc((size_t)(K * N) * es);
+    uint8_t *c = malloc((size_t)(batch * M * N) * es);
+    for (int64_t i = 0; i < batch * M * K; ++i) put(dt, a, i, to_dt(dt, rnd_unit()));
+    for (int64_t i = 0; i < K * N; ++i) put(dt, b, i, to_dt(dt, rnd_unit()));
+    for (int64_t ti = 0; ti < nt; ++ti)
+        mag_gemm_batched(dt, batch, M, N, K, a, M * K, K, 1, b, 0, N, 1, c, M * N, N, 1, 1.0f, 0.0f, ti, nt);
+    int64_t bad = 0;
+    for (int64_t x = 0; x < batch; ++x)
+        for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+                double s = 0.0, mag = 0.0;
+                for (int64_t p = 0; p < K; ++p) {
+                    double v = (double)get(dt, a, x * M * K + i * K + p) * get(dt, b, p * N + j);
+                    s += v, mag += fabs(v);
+                }
+                bad += !(fabs(get(dt, c, x * M * N + i * N + j) - s) <= 1e-2 * mag + 1e-6);
+            }
+    if (bad) {
+        ++n_failed;
+        printf("FAIL %s %s batched batch=%lld nt=%lld: %lld wrong\n", pc->name, mag_dtype_info(dt)->name,
+               (long long)batch, (long long)nt, (long long)bad);
+    }
+    free(a), free(b), free(c);
+}
+
 static const float alphas[] = {1.0f, 1.0f, 0.5f, -2.0f}, betas[] = {0.0f, 1.0f, -0.75f, 0.0f};
 
 static void run_path(const path_case_t *pc, const mag_dtype_t *dts, int n_dts, bool quick) {
@@ -174,6 +204,8 @@ static void run_path(const path_case_t *pc, const mag_dtype_t *dts, int n_dts, b
                 check(pc, dt, big[i][0], big[i][1], big[i][2], (int)(rnd() % N_LAYOUTS), lb, ROW, alphas[s], betas[s],
                       1 + (int64_t)(rnd() % 2));
             }
+        static const int64_t batches[][2] = {{1, 2}, {5, 3}, {6, 3}, {9, 2}}; /* (batch, threads) */
+        for (int i = 0; i < 4 && !pc->k; ++i) check_batched(pc, dt, batches[i][0], batches[i][1]);
         /* K == 0: C = beta * C */
         check(pc, dt, 5, 9, 0, ROW, ROW, GAPS, 1.0f, -0.5f, 2);
         check(pc, dt, 5, 9, 0, ROW, ROW, ROW, 1.0f, 0.0f, 1);

@@ -218,3 +218,18 @@ bool mag_gemm(mag_dtype_t dt, int64_t M, int64_t N, int64_t K, const void *A, in
     return mag_gemm_with(mag_gemm_kernel(p, dt), mag_gemv_kernel(p), dt, M, N, K, A, rsa, csa, B, rsb, csb, C, rsc,
                          csc, alpha, beta, ti, nt);
 }
+
+bool mag_gemm_batched(mag_dtype_t dt, int64_t batch, int64_t M, int64_t N, int64_t K, const void *A, int64_t bsa,
+                      int64_t rsa, int64_t csa, const void *B, int64_t bsb, int64_t rsb, int64_t csb, void *C,
+                      int64_t bsc, int64_t rsc, int64_t csc, float alpha, float beta, int64_t ti, int64_t nt) {
+    int64_t es = (int64_t)mag_dtype_info(dt)->size, b0 = 0, b1 = batch, sub_ti = ti, sub_nt = nt;
+    if (batch % nt == 0 || batch >= 4 * nt) { /* whole matrices per thread */
+        share(batch, nt, ti, 1, &b0, &b1);
+        sub_ti = 0, sub_nt = 1;
+    }
+    bool ok = true;
+    for (int64_t b = b0; b < b1; ++b)
+        ok &= mag_gemm(dt, M, N, K, (const uint8_t *)A + b * bsa * es, rsa, csa, (const uint8_t *)B + b * bsb * es, rsb,
+                       csb, (uint8_t *)C + b * bsc * es, rsc, csc, alpha, beta, sub_ti, sub_nt);
+    return ok;
+}

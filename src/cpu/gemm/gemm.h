@@ -33,6 +33,15 @@ bool mag_gemm(mag_dtype_t dt, int64_t M, int64_t N, int64_t K, const void *A, in
               int64_t nt);
 
 /*
+ * `batch` independent multiplications; matrix b of X starts bsx elements after matrix b - 1
+ * (0 broadcasts one matrix). Threads take whole matrices when there are enough of them to
+ * share evenly, otherwise every thread takes part of each.
+ */
+bool mag_gemm_batched(mag_dtype_t dt, int64_t batch, int64_t M, int64_t N, int64_t K, const void *A, int64_t bsa,
+                      int64_t rsa, int64_t csa, const void *B, int64_t bsb, int64_t rsb, int64_t csb, void *C,
+                      int64_t bsc, int64_t rsc, int64_t csc, float alpha, float beta, int64_t ti, int64_t nt);
+
+/*
  * The path in use: the best this machine and OS support, or the one MAGNETRON_GEMM_PATH names
  * (generic, avx512, avx512bf16, amx) when the machine supports it.
  */
