@@ -40,6 +40,6 @@ static void pack_b(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t 
 MAG_GEMM_UKR_AVX512(ukr, MR, NV, 2, mag_gemm_u32, BCAST, MAC)
 
 const mag_gemm_kernel_t mag_gemm_bf16_avx512 = {
-    .mr = MR, .nr = NR, .kq = 2, .esz = 2, .mc = 14 * 6, .kc = 1024, .nc = 2048,
+    .mr = MR, .nr = NR, .kq = 2, .esz = 2, .mc = 14 * 6, .kc = 1024, .nc = 512,
     .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr, .epi = mag_gemm_epilogue_avx512,
 };

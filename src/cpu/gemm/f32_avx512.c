@@ -89,6 +89,6 @@ static void pack_b(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t 
 MAG_GEMM_UKR_AVX512(ukr, MR, NV, 1, float, BCAST, MAC)
 
 const mag_gemm_kernel_t mag_gemm_f32_avx512 = {
-    .mr = MR, .nr = NR, .kq = 1, .esz = 4, .mc = 14 * 6, .kc = 512, .nc = 2048,
+    .mr = MR, .nr = NR, .kq = 1, .esz = 4, .mc = 14 * 6, .kc = 512, .nc = 1024,
     .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr, .epi = mag_gemm_epilogue_avx512,
 };
