@@ -4,7 +4,7 @@
  * negative strides), alpha/beta, GEMV shapes and thread shares, against a float64 reference.
  * Also checks that C outside the view is never written and that beta == 0 never reads C.
  *
- *   magnetron_test_gemm [--path generic|avx512|avx512bf16|amx|amx-emulated] [--quick]
+ *   magnetron_test_gemm [--path generic|avx2|avx512|avx512bf16|amx|amx-emulated] [--quick]
  * Exit status 0 when every case passes; prints one line per failure and a summary.
  */
 #include "cpu/gemm/kernel.h"

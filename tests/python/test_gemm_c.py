@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = Path(os.environ.get("MAGNETRON_BUILD_DIR", ROOT / "build" / "dev"))
 RUNNER = BUILD / "magnetron_test_gemm"
-PATHS = ["generic", "avx512", "avx512bf16", "amx", "amx-emulated"]
+PATHS = ["generic", "avx2", "avx512", "avx512bf16", "amx", "amx-emulated"]
 
 pytestmark = pytest.mark.skipif(not RUNNER.exists(), reason=f"{RUNNER} not built (cmake --build {BUILD})")
 

@@ -37,7 +37,7 @@ static void pack_b(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t 
 
 #define BCAST(w) _mm512_castsi512_ps(_mm512_set1_epi32((int)(w)))
 #define MAC(acc, a, b) _mm512_dpbf16_ps(acc, (__m512bh)(a), (__m512bh)(b))
-MAG_GEMM_UKR_AVX512(ukr, MR, NV, 2, mag_gemm_u32, BCAST, MAC)
+MAG_GEMM_UKR(ukr, MR, NV, 2, mag_gemm_u32, _mm512, __m512, 16, BCAST, MAC)
 
 const mag_gemm_kernel_t mag_gemm_bf16_avx512 = {
     .mr = MR, .nr = NR, .kq = 2, .esz = 2, .mc = 14 * 6, .kc = 1024, .nc = 512,

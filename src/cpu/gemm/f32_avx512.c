@@ -86,7 +86,7 @@ static void pack_b(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t 
 
 #define BCAST(x) _mm512_set1_ps(x)
 #define MAC(acc, a, b) _mm512_fmadd_ps(a, b, acc)
-MAG_GEMM_UKR_AVX512(ukr, MR, NV, 1, float, BCAST, MAC)
+MAG_GEMM_UKR(ukr, MR, NV, 1, float, _mm512, __m512, 16, BCAST, MAC)
 
 const mag_gemm_kernel_t mag_gemm_f32_avx512 = {
     .mr = MR, .nr = NR, .kq = 1, .esz = 4, .mc = 14 * 6, .kc = 512, .nc = 1024,

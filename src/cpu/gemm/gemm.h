@@ -19,6 +19,7 @@
 /* Implementation paths, in increasing order of ISA demands. */
 typedef enum mag_gemm_path {
     MAG_GEMM_GENERIC,    /* portable C: correct on every machine */
+    MAG_GEMM_AVX2,       /* AVX2 + FMA + F16C: f32 FMA microkernel; f16/bf16 converted to f32 while packing */
     MAG_GEMM_AVX512,     /* AVX-512 F/BW/VL/DQ: f32 FMA microkernel; f16/bf16 converted to f32 while packing */
     MAG_GEMM_AVX512BF16, /* + AVX512-BF16: bf16 through vdpbf16ps */
     MAG_GEMM_AMX,        /* + AMX tiles for bf16 */
@@ -43,7 +44,7 @@ bool mag_gemm_batched(mag_dtype_t dt, int64_t batch, int64_t M, int64_t N, int64
 
 /*
  * The path in use: the best this machine and OS support, or the one MAGNETRON_GEMM_PATH names
- * (generic, avx512, avx512bf16, amx) when the machine supports it.
+ * (generic, avx2, avx512, avx512bf16, amx) when the machine supports it.
  */
 mag_gemm_path_t mag_gemm_path(void);
 const char *mag_gemm_path_name(mag_gemm_path_t p);

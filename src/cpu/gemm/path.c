@@ -16,7 +16,7 @@
 #include <unistd.h>
 #endif
 
-static const char *const path_names[MAG_GEMM__COUNT] = {"generic", "avx512", "avx512bf16", "amx"};
+static const char *const path_names[MAG_GEMM__COUNT] = {"generic", "avx2", "avx512", "avx512bf16", "amx"};
 
 #if defined(__x86_64__)
 static uint64_t xcr0(void) {
@@ -32,10 +32,10 @@ static mag_gemm_path_t detect(void) {
     unsigned need1 = bit_OSXSAVE | bit_FMA | bit_F16C;
     if ((c & need1) != need1) return MAG_GEMM_GENERIC;
     uint64_t x = xcr0();
-    if ((x & 0xe6) != 0xe6) return MAG_GEMM_GENERIC; /* the OS saves SSE, AVX, opmask and all 32 ZMM */
-    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return MAG_GEMM_GENERIC;
+    if ((x & 0x6) != 0x6 || !__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & bit_AVX2))
+        return MAG_GEMM_GENERIC; /* the OS must save SSE and AVX state */
     unsigned need7 = bit_AVX512F | bit_AVX512DQ | bit_AVX512BW | bit_AVX512VL, edx7 = d;
-    if ((b & need7) != need7) return MAG_GEMM_GENERIC;
+    if ((b & need7) != need7 || (x & 0xe0) != 0xe0) return MAG_GEMM_AVX2; /* + opmask and all 32 ZMM */
     if (!__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 5))) return MAG_GEMM_AVX512; /* AVX512_BF16 */
     bool amx = (edx7 & (1u << 22)) && (edx7 & (1u << 24)) && (x & (3u << 17)) == (3u << 17); /* BF16, TILE, OS */
     /* Linux hands out the 8 KiB tile state only on request (ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA). */
@@ -90,6 +90,7 @@ const mag_gemm_kernel_t *mag_gemm_kernel(mag_gemm_path_t p, mag_dtype_t dt) {
     if (p == MAG_GEMM_AMX && dt == MAG_DTYPE_BFLOAT16) return &mag_gemm_bf16_amx;
     if (p >= MAG_GEMM_AVX512BF16 && dt == MAG_DTYPE_BFLOAT16) return &mag_gemm_bf16_avx512;
     if (p >= MAG_GEMM_AVX512) return &mag_gemm_f32_avx512;
+    if (p == MAG_GEMM_AVX2) return &mag_gemm_f32_avx2;
 #endif
     (void)p, (void)dt;
     return &mag_gemm_f32_generic;
@@ -98,6 +99,7 @@ const mag_gemm_kernel_t *mag_gemm_kernel(mag_gemm_path_t p, mag_dtype_t dt) {
 const mag_gemv_kernel_t *mag_gemv_kernel(mag_gemm_path_t p) {
 #if defined(__x86_64__)
     if (p >= MAG_GEMM_AVX512) return &mag_gemv_avx512;
+    if (p == MAG_GEMM_AVX2) return &mag_gemv_avx2;
 #endif
     (void)p;
     return &mag_gemv_generic;
