@@ -25,15 +25,8 @@ static inline __attribute__((always_inline)) void pack(int64_t m, int64_t k, con
     }
 }
 
-static void pack_a(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t rs, int64_t cs, void *dst) {
-    (void)dt;
-    pack(m, k, x, rs, cs, dst, MR);
-}
-
-static void pack_b(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t rs, int64_t cs, void *dst) {
-    (void)dt;
-    pack(m, k, x, rs, cs, dst, NR);
-}
+#define PACK(dt, m, k, x, rs, cs, dst, r) ((void)(dt), pack(m, k, x, rs, cs, dst, r)) /* bf16 only */
+MAG_GEMM_PACKERS(PACK, MR, NR)
 
 #define BCAST(w) _mm512_castsi512_ps(_mm512_set1_epi32((int)(w)))
 #define MAC(acc, a, b) _mm512_dpbf16_ps(acc, (__m512bh)(a), (__m512bh)(b))

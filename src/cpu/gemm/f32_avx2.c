@@ -26,17 +26,9 @@ static void cvt_row(mag_dtype_t dt, const void *src, int64_t n, float *dst) {
 
 enum { MR = 6, NV = 2, NR = 8 * NV };
 
-static void pack_a(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t rs, int64_t cs, void *dst) {
-    pack_f32_panels(dt, m, k, x, rs, cs, dst, MR, cvt_row);
-}
-
-static void pack_b(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t rs, int64_t cs, void *dst) {
-    pack_f32_panels(dt, m, k, x, rs, cs, dst, NR, cvt_row);
-}
-
-#define BCAST(x) _mm256_set1_ps(x)
-#define MAC(acc, a, b) _mm256_fmadd_ps(a, b, acc)
-MAG_GEMM_UKR(ukr, MR, NV, 1, float, _mm256, __m256, 8, BCAST, MAC)
+#define PACK(dt, m, k, x, rs, cs, dst, r) pack_f32_panels(dt, m, k, x, rs, cs, dst, r, cvt_row)
+MAG_GEMM_PACKERS(PACK, MR, NR)
+MAG_GEMM_UKR_F32(ukr, MR, NV, _mm256, __m256, 8)
 
 const mag_gemm_kernel_t mag_gemm_f32_avx2 = {
     .mr = MR, .nr = NR, .kq = 1, .esz = 4, .mc = 6 * 16, .kc = 256, .nc = 1024,

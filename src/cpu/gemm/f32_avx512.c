@@ -76,17 +76,8 @@ static inline __attribute__((always_inline)) void pack(mag_dtype_t dt, int64_t m
         mag_pack_tr32(mag_gemm_min(r, m - i0), k, (const float *)x + i0 * rs, rs * 4, (mag_gemm_u32 *)dst + i0 * k, r);
 }
 
-static void pack_a(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t rs, int64_t cs, void *dst) {
-    pack(dt, m, k, x, rs, cs, dst, MR);
-}
-
-static void pack_b(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t rs, int64_t cs, void *dst) {
-    pack(dt, m, k, x, rs, cs, dst, NR);
-}
-
-#define BCAST(x) _mm512_set1_ps(x)
-#define MAC(acc, a, b) _mm512_fmadd_ps(a, b, acc)
-MAG_GEMM_UKR(ukr, MR, NV, 1, float, _mm512, __m512, 16, BCAST, MAC)
+MAG_GEMM_PACKERS(pack, MR, NR)
+MAG_GEMM_UKR_F32(ukr, MR, NV, _mm512, __m512, 16)
 
 const mag_gemm_kernel_t mag_gemm_f32_avx512 = {
     .mr = MR, .nr = NR, .kq = 1, .esz = 4, .mc = 14 * 6, .kc = 512, .nc = 1024,

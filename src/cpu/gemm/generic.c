@@ -22,13 +22,8 @@ static void cvt_row(mag_dtype_t dt, const void *src, int64_t n, float *dst) {
 
 enum { MR = 4, NR = 8 }; /* 8 accumulators of 4 floats: fits the 16 registers of SSE2 */
 
-static void pack_a(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t rs, int64_t cs, void *dst) {
-    pack_f32_panels(dt, m, k, x, rs, cs, dst, MR, cvt_row);
-}
-
-static void pack_b(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t rs, int64_t cs, void *dst) {
-    pack_f32_panels(dt, m, k, x, rs, cs, dst, NR, cvt_row);
-}
+#define PACK(dt, m, k, x, rs, cs, dst, r) pack_f32_panels(dt, m, k, x, rs, cs, dst, r, cvt_row)
+MAG_GEMM_PACKERS(PACK, MR, NR)
 
 static void ukr(int64_t kc, const void *ap, const void *bp, float *c, int64_t ldc, bool acc) {
     const float *a = ap, *b = bp;

@@ -105,4 +105,13 @@ static inline __attribute__((always_inline)) void pack_pair_panels(int64_t m, in
     }
 }
 
+/* pack_a and pack_b (mag_gemm_pack_fn) of a file whose packer is fn(dt, m, k, x, rs, cs, dst, rows per panel). */
+#define MAG_GEMM_PACKERS(fn, MR, NR)                                                                                   \
+    static void pack_a(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t rs, int64_t cs, void *dst) {      \
+        fn(dt, m, k, x, rs, cs, dst, MR);                                                                              \
+    }                                                                                                                  \
+    static void pack_b(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t rs, int64_t cs, void *dst) {      \
+        fn(dt, m, k, x, rs, cs, dst, NR);                                                                              \
+    }
+
 #endif

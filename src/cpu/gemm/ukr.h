@@ -35,4 +35,10 @@
         }                                                                                                              \
     }
 
+/* The float32 microkernel: broadcast an A element, fused multiply-add. */
+#define MAG_GEMM_UKR_F32(name, MR, NV, V, VT, VW)                                                                     \
+    static inline VT name##_bcast(float x) { return V##_set1_ps(x); }                                                  \
+    static inline VT name##_mac(VT acc, VT a, VT b) { return V##_fmadd_ps(a, b, acc); }                                \
+    MAG_GEMM_UKR(name, MR, NV, 1, float, V, VT, VW, name##_bcast, name##_mac)
+
 #endif
