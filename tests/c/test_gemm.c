@@ -193,10 +193,11 @@ static void run_path(const path_case_t *pc, const mag_dtype_t *dts, int n_dts, b
             for (int lb = 0; lb < N_LAYOUTS; ++lb)
                 for (int lc = 0; lc < N_LAYOUTS; ++lc)
                     for (int s = 0; s < 4; ++s) check(pc, dt, 19, 37, 23, la, lb, lc, alphas[s], betas[s], 2);
-        /* GEMV (M == 1, and N == 1 solved transposed) in both weight layouts, and past the cache blocks */
-        static const int64_t big[][3] = {{1, 1000, 700},  {1, 4100, 33}, {1, 70, 3000}, {900, 1, 300},
-                                         {1, 1, 513},     {2, 300, 513}, {200, 90, 1100}, {40, 2100, 20},
-                                         {300, 260, 700}, {5, 5000, 3}};
+        /* GEMV (small M, and N == 1 solved transposed) in both weight layouts, and past the cache blocks */
+        static const int64_t big[][3] = {{1, 1000, 700},  {1, 4100, 33},  {1, 70, 3000},   {900, 1, 300},
+                                         {1, 1, 513},     {2, 300, 513},  {200, 90, 1100}, {40, 2100, 20},
+                                         {300, 260, 700}, {5, 5000, 3},   {3, 1000, 700},  {8, 2000, 64},
+                                         {4, 64, 3000},   {9, 300, 200},  {16, 100, 90},   {17, 100, 90}};
         for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); ++i)
             for (int lb = 0; lb < N_LAYOUTS; ++lb) {
                 if (quick && lb >= 2) continue;

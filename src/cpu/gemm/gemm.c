@@ -156,27 +156,39 @@ static void grid(const job_t *g, const mag_gemm_kernel_t *k, int64_t nt, int64_t
     }
 }
 
-/* M == 1 and B with a unit stride: stream B once, dot products or row sums by layout. */
+/*
+ * Up to this many rows of A take the GEMV kernels (W streamed once per MAG_GEMV_MAX_M rows); more
+ * take the packed GEMM, which reads B once for all rows but pads rows to whole register tiles
+ * and packs all of B (measured: 16 x 3072 x 1024 f32, 4 GEMV passes 1.7 ms, GEMM 3.3 ms).
+ */
+#define GEMV_MAX_ROWS 16
+
+/* Few rows of A and B with a unit stride: stream B, as dot products or row sums by its layout. */
 static bool gemv(const job_t *g, const mag_gemv_kernel_t *v, int64_t ti, int64_t nt) {
     int64_t n0, n1;
     share(g->N, nt, ti, 64, &n0, &n1);
     if (n0 >= n1) return true;
-    float *x = scratch_get((size_t)(g->K + n1 - n0) * sizeof(float));
+    int64_t n = n1 - n0, gm = mag_gemm_min(g->M, MAG_GEMV_MAX_M);
+    float *x = scratch_get((size_t)(g->M * g->K + gm * n) * sizeof(float));
     if (!x) return false;
-    float *y = x + g->K;
-    for (int64_t p = 0; p < g->K; ++p) {
-        const uint8_t *s = ELEM(g->A, 0, p, g->rsa, g->csa, g->es);
-        x[p] = g->dt == MAG_DTYPE_FLOAT32    ? *(const float *)s
-               : g->dt == MAG_DTYPE_FLOAT16 ? mag_f16_to_f32(*(const uint16_t *)s)
-                                             : mag_bf16_to_f32(*(const uint16_t *)s);
-    }
+    float *y = x + g->M * g->K;
+    for (int64_t r = 0; r < g->M; ++r)
+        for (int64_t p = 0; p < g->K; ++p) {
+            const uint8_t *s = ELEM(g->A, r, p, g->rsa, g->csa, g->es);
+            x[r * g->K + p] = g->dt == MAG_DTYPE_FLOAT32    ? *(const float *)s
+                              : g->dt == MAG_DTYPE_FLOAT16 ? mag_f16_to_f32(*(const uint16_t *)s)
+                                                            : mag_bf16_to_f32(*(const uint16_t *)s);
+        }
     const uint8_t *w = ELEM(g->B, 0, n0, g->rsb, g->csb, g->es);
-    if (g->rsb == 1)
-        v->dot(g->dt, n1 - n0, g->K, x, w, g->csb, y);
-    else
-        v->axpy(g->dt, n1 - n0, g->K, x, w, g->rsb, y);
-    mag_gemm_epilogue_generic(g->dt, 1, n1 - n0, y, 0, ELEM(g->C, 0, n0, g->rsc, g->csc, g->es), g->rsc, g->csc,
-                              g->alpha, g->beta);
+    for (int64_t r0 = 0; r0 < g->M; r0 += gm) {
+        int64_t m = mag_gemm_min(gm, g->M - r0);
+        if (g->rsb == 1)
+            v->dot(g->dt, m, n, g->K, x + r0 * g->K, w, g->csb, y);
+        else
+            v->axpy(g->dt, m, n, g->K, x + r0 * g->K, w, g->rsb, y);
+        mag_gemm_epilogue_generic(g->dt, m, n, y, n, ELEM(g->C, r0, n0, g->rsc, g->csc, g->es), g->rsc, g->csc,
+                                  g->alpha, g->beta);
+    }
     return true;
 }
 
@@ -202,7 +214,7 @@ bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_d
     }
     if (N == 1 && M > 1) /* a matrix times a vector: solve C^T = B^T A^T, a GEMV */
         g = (job_t){dt, g.es, N, M, K, B, A, C, csb, rsb, csa, rsa, csc, rsc, alpha, beta};
-    if (v && g.M == 1 && (g.rsb == 1 || g.csb == 1)) return gemv(&g, v, ti, nt);
+    if (v && g.M <= GEMV_MAX_ROWS && (g.rsb == 1 || g.csb == 1)) return gemv(&g, v, ti, nt);
     int64_t tm = 1, tn = 1, m0, m1, n0, n1;
     grid(&g, k, nt, &tm, &tn);
     share(g.M, tm, ti / tn, k->mr, &m0, &m1);

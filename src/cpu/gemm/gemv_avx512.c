@@ -1,6 +1,6 @@
 /*
- * AVX-512 GEMV: bandwidth-bound, so the aim is to stream W exactly once at full speed. Both
- * layouts read several rows of W at a time, each as one sequential stream; 16-bit weights are
+ * AVX-512 GEMV for up to MAX_M rows of x: bandwidth-bound, so the aim is to stream W exactly
+ * once at full speed while every row of x uses each loaded vector of W. 16-bit weights are
  * widened in registers (a shift for bf16, vcvtph2ps for f16) and multiplied in float32.
  */
 #include "avx512.h"
@@ -14,74 +14,90 @@ static inline __attribute__((always_inline)) __m512 ld16(const mag_dtype_t dt, c
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-enum { ROWS = 8 }; /* rows of W per pass over y in x @ W */
-
 /*
- * y[j] = x . w[j*ldw ...], one row at a time: with contiguous rows W is then read as a single
- * sequential stream, which the hardware prefetchers serve best (several rows in parallel,
- * i.e. several interleaved streams, measured up to 40% slower from DRAM).
+ * y[r][j] = x[r] . w[j*ldw ...], one row of W at a time: with contiguous rows W is then read as
+ * a single sequential stream, which the hardware prefetchers serve best (several rows in
+ * parallel, i.e. interleaved streams, measured up to 40% slower from DRAM).
  */
-static inline __attribute__((always_inline)) void dot_t(const mag_dtype_t dt, int64_t n, int64_t k, const float *x,
-                                                          const void *w, int64_t ldw, float *y) {
+static inline __attribute__((always_inline)) void dot_t(const mag_dtype_t dt, const int MX, int64_t n, int64_t k,
+                                                          const float *x, const void *w, int64_t ldw, float *y) {
+    const int U = MX > 2 ? 2 : 4; /* vectors per step: MX * U <= 8 accumulators hide the FMA latency */
     for (int64_t j = 0; j < n; ++j) {
-        int64_t row = j * ldw;
-        __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-        int64_t p = 0;
-        for (; p + 64 <= k; p += 64) {
-            s0 = _mm512_fmadd_ps(ld16(dt, w, row + p, 0xffff), _mm512_loadu_ps(x + p), s0);
-            s1 = _mm512_fmadd_ps(ld16(dt, w, row + p + 16, 0xffff), _mm512_loadu_ps(x + p + 16), s1);
-            s2 = _mm512_fmadd_ps(ld16(dt, w, row + p + 32, 0xffff), _mm512_loadu_ps(x + p + 32), s2);
-            s3 = _mm512_fmadd_ps(ld16(dt, w, row + p + 48, 0xffff), _mm512_loadu_ps(x + p + 48), s3);
-        }
+        int64_t row = j * ldw, p = 0;
+        __m512 s[MAG_GEMV_MAX_M][4];
+        for (int r = 0; r < MX; ++r)
+            for (int u = 0; u < U; ++u) s[r][u] = _mm512_setzero_ps();
+        for (; p + 16 * U <= k; p += 16 * U)
+            for (int u = 0; u < U; ++u) {
+                __m512 wv = ld16(dt, w, row + p + 16 * u, 0xffff);
+                for (int r = 0; r < MX; ++r) s[r][u] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + r * k + p + 16 * u), s[r][u]);
+            }
         for (; p < k; p += 16) {
             __mmask16 m = mag_tail_mask(k - p);
-            s0 = _mm512_fmadd_ps(ld16(dt, w, row + p, m), _mm512_maskz_loadu_ps(m, x + p), s0);
+            __m512 wv = ld16(dt, w, row + p, m);
+            for (int r = 0; r < MX; ++r) s[r][0] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, x + r * k + p), s[r][0]);
         }
-        y[j] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+        for (int r = 0; r < MX; ++r) {
+            for (int u = 1; u < U; ++u) s[r][0] = _mm512_add_ps(s[r][0], s[r][u]);
+            y[r * n + j] = _mm512_reduce_add_ps(s[r][0]);
+        }
+    }
+}
+
+/* R rows of W from depth p into y (MX rows of n). */
+static inline __attribute__((always_inline)) void axpy_rows(const mag_dtype_t dt, const int MX, const int R, int64_t n,
+                                                              int64_t k, int64_t p, const float *x, const void *w,
+                                                              int64_t ldw, float *y) {
+    __m512 xs[MAG_GEMV_MAX_M][8];
+    for (int r = 0; r < MX; ++r)
+        for (int q = 0; q < R; ++q) xs[r][q] = _mm512_set1_ps(x[r * k + p + q]);
+    for (int64_t j = 0; j < n; j += 16) {
+        __mmask16 m = mag_tail_mask(n - j);
+        __m512 acc[MAG_GEMV_MAX_M];
+        for (int r = 0; r < MX; ++r) acc[r] = _mm512_maskz_loadu_ps(m, y + r * n + j);
+        for (int q = 0; q < R; ++q) {
+            __m512 wv = ld16(dt, w, (p + q) * ldw + j, m);
+            for (int r = 0; r < MX; ++r) acc[r] = _mm512_fmadd_ps(wv, xs[r][q], acc[r]);
+        }
+        for (int r = 0; r < MX; ++r) _mm512_mask_storeu_ps(y + r * n + j, m, acc[r]);
     }
 }
 
 /*
- * y = sum_p x[p] * w[p*ldw ...]: ROWS rows per pass over the whole of y (in L2), so each row
- * of W is one long sequential run; chunking y for L1 cut rows into short runs, measured slower.
+ * y[r] = sum_p x[r][p] * w[p*ldw ...]: R rows of W per pass over the whole of y (in L2), so
+ * each row of W is one long sequential run; chunking y for L1 cut rows into short runs,
+ * measured slower.
  */
-static inline __attribute__((always_inline)) void axpy_t(const mag_dtype_t dt, int64_t n, int64_t k, const float *x,
-                                                           const void *w, int64_t ldw, float *y) {
-    for (int64_t j = 0; j < n; ++j) y[j] = 0.0f;
+static inline __attribute__((always_inline)) void axpy_t(const mag_dtype_t dt, const int MX, int64_t n, int64_t k,
+                                                           const float *x, const void *w, int64_t ldw, float *y) {
+    const int R = MX == 1 ? 8 : 4; /* broadcast x values stay in registers */
+    for (int64_t j = 0; j < MX * n; ++j) y[j] = 0.0f;
     int64_t p = 0;
-    for (; p + ROWS <= k; p += ROWS) {
-        __m512 xs[ROWS];
-        for (int r = 0; r < ROWS; ++r) xs[r] = _mm512_set1_ps(x[p + r]);
-        for (int64_t j = 0; j < n; j += 16) {
-            __mmask16 m = mag_tail_mask(n - j);
-            __m512 acc = _mm512_maskz_loadu_ps(m, y + j);
-            for (int r = 0; r < ROWS; ++r) acc = _mm512_fmadd_ps(ld16(dt, w, (p + r) * ldw + j, m), xs[r], acc);
-            _mm512_mask_storeu_ps(y + j, m, acc);
-        }
-    }
-    for (; p < k; ++p) {
-        __m512 xp = _mm512_set1_ps(x[p]);
-        for (int64_t j = 0; j < n; j += 16) {
-            __mmask16 m = mag_tail_mask(n - j);
-            __m512 acc = _mm512_fmadd_ps(ld16(dt, w, p * ldw + j, m), xp, _mm512_maskz_loadu_ps(m, y + j));
-            _mm512_mask_storeu_ps(y + j, m, acc);
-        }
-    }
+    for (; p + R <= k; p += R) axpy_rows(dt, MX, R, n, k, p, x, w, ldw, y);
+    for (; p < k; ++p) axpy_rows(dt, MX, 1, n, k, p, x, w, ldw, y);
 }
 
+#define BY_ROWS(fn, dt, mx, ...)                                                                                       \
+    switch (mx) {                                                                                                      \
+    case 1: fn(dt, 1, __VA_ARGS__); break;                                                                             \
+    case 2: fn(dt, 2, __VA_ARGS__); break;                                                                             \
+    case 3: fn(dt, 3, __VA_ARGS__); break;                                                                             \
+    default: fn(dt, 4, __VA_ARGS__);                                                                                   \
+    }
 #define BY_DTYPE(fn, dt, ...)                                                                                          \
     switch (dt) {                                                                                                      \
-    case MAG_DTYPE_FLOAT16: fn(MAG_DTYPE_FLOAT16, __VA_ARGS__); break;                                                 \
-    case MAG_DTYPE_BFLOAT16: fn(MAG_DTYPE_BFLOAT16, __VA_ARGS__); break;                                               \
-    default: fn(MAG_DTYPE_FLOAT32, __VA_ARGS__);                                                                       \
+    case MAG_DTYPE_FLOAT16: BY_ROWS(fn, MAG_DTYPE_FLOAT16, __VA_ARGS__) break;                                         \
+    case MAG_DTYPE_BFLOAT16: BY_ROWS(fn, MAG_DTYPE_BFLOAT16, __VA_ARGS__) break;                                       \
+    default: BY_ROWS(fn, MAG_DTYPE_FLOAT32, __VA_ARGS__)                                                               \
     }
 
-static void dot(mag_dtype_t dt, int64_t n, int64_t k, const float *x, const void *w, int64_t ldw, float *y) {
-    BY_DTYPE(dot_t, dt, n, k, x, w, ldw, y)
+static void dot(mag_dtype_t dt, int64_t m, int64_t n, int64_t k, const float *x, const void *w, int64_t ldw, float *y) {
+    BY_DTYPE(dot_t, dt, m, n, k, x, w, ldw, y)
 }
 
-static void axpy(mag_dtype_t dt, int64_t n, int64_t k, const float *x, const void *w, int64_t ldw, float *y) {
-    BY_DTYPE(axpy_t, dt, n, k, x, w, ldw, y)
+static void axpy(mag_dtype_t dt, int64_t m, int64_t n, int64_t k, const float *x, const void *w, int64_t ldw,
+                 float *y) {
+    BY_DTYPE(axpy_t, dt, m, n, k, x, w, ldw, y)
 }
 
 const mag_gemv_kernel_t mag_gemv_avx512 = {.dot = dot, .axpy = axpy};

@@ -20,36 +20,46 @@ static inline const float *gemv_run(mag_dtype_t dt, const uint8_t *row, int64_t 
     return tmp;
 }
 
-static void gemv_dot(mag_dtype_t dt, int64_t n, int64_t k, const float *x, const void *w, int64_t ldw, float *y) {
+static void gemv_dot(mag_dtype_t dt, int64_t m, int64_t n, int64_t k, const float *x, const void *w, int64_t ldw,
+                     float *y) {
     int64_t es = (int64_t)mag_dtype_info(dt)->size;
     float tmp[GEMV_CHUNK];
     for (int64_t j = 0; j < n; ++j) {
         const uint8_t *row = (const uint8_t *)w + j * ldw * es;
-        float acc[GEMV_LANES] = {0};
+        float acc[MAG_GEMV_MAX_M][GEMV_LANES] = {{0}};
         for (int64_t p0 = 0; p0 < k; p0 += GEMV_CHUNK) {
-            int64_t len = mag_gemm_min(GEMV_CHUNK, k - p0), p = 0;
-            const float *wv = gemv_run(dt, row, p0, len, tmp), *xv = x + p0;
-            for (; p + GEMV_LANES <= len; p += GEMV_LANES)
-                for (int l = 0; l < GEMV_LANES; ++l) acc[l] += xv[p + l] * wv[p + l];
-            for (; p < len; ++p) acc[0] += xv[p] * wv[p];
+            int64_t len = mag_gemm_min(GEMV_CHUNK, k - p0);
+            const float *wv = gemv_run(dt, row, p0, len, tmp);
+            for (int64_t r = 0; r < m; ++r) {
+                const float *xv = x + r * k + p0;
+                int64_t p = 0;
+                for (; p + GEMV_LANES <= len; p += GEMV_LANES)
+                    for (int l = 0; l < GEMV_LANES; ++l) acc[r][l] += xv[p + l] * wv[p + l];
+                for (; p < len; ++p) acc[r][0] += xv[p] * wv[p];
+            }
         }
-        float s = 0.0f;
-        for (int l = 0; l < GEMV_LANES; ++l) s += acc[l];
-        y[j] = s;
+        for (int64_t r = 0; r < m; ++r) {
+            float s = 0.0f;
+            for (int l = 0; l < GEMV_LANES; ++l) s += acc[r][l];
+            y[r * n + j] = s;
+        }
     }
 }
 
-static void gemv_axpy(mag_dtype_t dt, int64_t n, int64_t k, const float *x, const void *w, int64_t ldw, float *y) {
+static void gemv_axpy(mag_dtype_t dt, int64_t m, int64_t n, int64_t k, const float *x, const void *w, int64_t ldw,
+                      float *y) {
     int64_t es = (int64_t)mag_dtype_info(dt)->size;
     float tmp[GEMV_CHUNK];
-    memset(y, 0, (size_t)n * sizeof(float));
+    memset(y, 0, (size_t)(m * n) * sizeof(float));
     for (int64_t p = 0; p < k; ++p) {
         const uint8_t *row = (const uint8_t *)w + p * ldw * es;
         for (int64_t j0 = 0; j0 < n; j0 += GEMV_CHUNK) {
             int64_t len = mag_gemm_min(GEMV_CHUNK, n - j0);
             const float *wv = gemv_run(dt, row, j0, len, tmp);
-            float xp = x[p], *yj = y + j0;
-            for (int64_t j = 0; j < len; ++j) yj[j] += xp * wv[j];
+            for (int64_t r = 0; r < m; ++r) {
+                float xp = x[r * k + p], *yj = y + r * n + j0;
+                for (int64_t j = 0; j < len; ++j) yj[j] += xp * wv[j];
+            }
         }
     }
 }

@@ -39,12 +39,14 @@ typedef struct mag_gemm_kernel {
 } mag_gemm_kernel_t;
 
 /*
- * GEMV with x already float32 and contiguous (n outputs, depth k, W of dtype dt):
- * dot:  y[j] = sum_p x[p] * w[j*ldw + p]   (rows of W contiguous: x @ W.T, the nn.Linear layout)
- * axpy: y[j] = sum_p x[p] * w[p*ldw + j]   (x @ W)
+ * GEMV for m <= MAG_GEMV_MAX_M rows of x (float32, contiguous: row r at x + r*k), n outputs per
+ * row (y row r at y + r*n), depth k, W of dtype dt:
+ * dot:  y[r][j] = sum_p x[r][p] * w[j*ldw + p]   (rows of W contiguous: x @ W.T, the nn.Linear layout)
+ * axpy: y[r][j] = sum_p x[r][p] * w[p*ldw + j]   (x @ W)
  */
-typedef void (*mag_gemv_fn)(mag_dtype_t dt, int64_t n, int64_t k, const float *x, const void *w, int64_t ldw,
-                            float *y);
+#define MAG_GEMV_MAX_M 4
+typedef void (*mag_gemv_fn)(mag_dtype_t dt, int64_t m, int64_t n, int64_t k, const float *x, const void *w,
+                            int64_t ldw, float *y);
 
 typedef struct mag_gemv_kernel {
     mag_gemv_fn dot, axpy;
@@ -65,7 +67,7 @@ extern const mag_gemm_kernel_t mag_gemm_bf16_amx;
 extern const mag_gemv_kernel_t mag_gemv_avx512;
 #endif
 
-/* mag_gemm with the given kernels; v == NULL sends M == 1 through the GEMM kernels too. */
+/* mag_gemm with the given kernels; v == NULL sends small M through the GEMM kernels too. */
 bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_dtype_t dt, int64_t M, int64_t N,
                    int64_t K, const void *A, int64_t rsa, int64_t csa, const void *B, int64_t rsb, int64_t csb, void *C,
                    int64_t rsc, int64_t csc, float alpha, float beta, int64_t ti, int64_t nt);
