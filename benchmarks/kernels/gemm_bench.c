@@ -82,7 +82,8 @@ double mgb_gemm(int dt, int64_t M, int64_t N, int64_t K, const void *A, int64_t 
                 const void *const *Bs, int64_t n_b, int64_t rsb, int64_t csb, void *C, int64_t rsc, int64_t csc,
                 int64_t n_threads, int64_t reps) {
     if (n_threads < 1 || n_threads > MAX_THREADS) return -1.0;
-    job_t j = {(mag_dtype_t)dt, M, N, K, rsa, csa, n_b, rsb, csb, rsc, csc, n_threads, reps, A, Bs, C, {0, 0, n_threads}};
+    job_t j = {(mag_dtype_t)dt, M, N, K, rsa, csa, n_b, rsb, csb, rsc, csc, n_threads, reps, A, Bs, C, {0}};
+    j.bar.n = n_threads;
     share_t shares[MAX_THREADS];
     pthread_t th[MAX_THREADS];
     for (int64_t t = 0; t < n_threads; ++t) shares[t] = (share_t){&j, t};

@@ -88,11 +88,13 @@ int main(int argc, char **argv) {
         return 1;
     }
     if (!n_sizes)
-        for (int64_t n = 256; n <= 4096; n *= 2, ++n_sizes) sizes[n_sizes][0] = sizes[n_sizes][1] = sizes[n_sizes][2] = n;
+        for (int64_t n = 256; n <= 4096; n *= 2, ++n_sizes)
+            sizes[n_sizes][0] = sizes[n_sizes][1] = sizes[n_sizes][2] = n;
     mag_gemm_kernel_t k = *mag_gemm_kernel(path, dt);
     if (mc) k.mc = mc, k.kc = kc, k.nc = nc;
     printf("path %s, microkernel %dx%d, blocks mc=%lld kc=%lld nc=%lld\n", mag_gemm_path_name(path), k.mr, k.nr,
            (long long)k.mc, (long long)k.kc, (long long)k.nc);
-    for (int i = 0; i < n_sizes; ++i) run(&k, mag_gemv_kernel(path), dt, layout, sizes[i][0], sizes[i][1], sizes[i][2], reps);
+    for (int i = 0; i < n_sizes; ++i)
+        run(&k, mag_gemv_kernel(path), dt, layout, sizes[i][0], sizes[i][1], sizes[i][2], reps);
     return 0;
 }

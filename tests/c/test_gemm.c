@@ -121,8 +121,10 @@ static void check(const path_case_t *pc, mag_dtype_t dt, int64_t M, int64_t N, i
                 s += x * y;
                 mag += fabs(x * y);
             }
-            double ref = alpha * s + (beta == 0.0f ? 0.0 : beta * c0[i * N + j]);
-            double bound = tol * (fabs(alpha) * mag + fabs(beta * (beta == 0.0f ? 0.0 : c0[i * N + j]))) + (dt == MAG_DTYPE_FLOAT16 ? 3e-8 : 1e-30); /* f16 subnormal spacing / 2 */
+            double cterm = beta == 0.0f ? 0.0 : beta * c0[i * N + j];
+            /* + half the f16 subnormal spacing: a tiny result rounds to it */
+            double ref = alpha * s + cterm;
+            double bound = tol * (fabs(alpha) * mag + fabs(cterm)) + (dt == MAG_DTYPE_FLOAT16 ? 3e-8 : 1e-30);
             double got = get(dt, c.buf, at(&c, i, j));
             if (!(fabs(got - ref) <= bound) && bad++ < 3)
                 printf("  [%lld,%lld] got %.9g want %.9g (bound %.3g)\n", (long long)i, (long long)j, got, ref, bound);
@@ -135,8 +137,8 @@ static void check(const path_case_t *pc, mag_dtype_t dt, int64_t M, int64_t N, i
         ++n_failed;
         printf("FAIL %s %s M=%lld N=%lld K=%lld A=%s B=%s C=%s alpha=%g beta=%g nt=%lld: %lld wrong, %lld written "
                "outside%s\n",
-               pc->name, mag_dtype_info(dt)->name, (long long)M, (long long)N, (long long)K, layout_names[la], layout_names[lb],
-               layout_names[lc], alpha, beta, (long long)nt, (long long)bad, (long long)outside,
+               pc->name, mag_dtype_info(dt)->name, (long long)M, (long long)N, (long long)K, layout_names[la],
+               layout_names[lb], layout_names[lc], alpha, beta, (long long)nt, (long long)bad, (long long)outside,
                ok ? "" : ", out of memory");
     }
     free(a.buf), free(b.buf), free(c.buf), free(c0);

@@ -12,7 +12,7 @@ static inline __mmask16 mag_tail_mask(int64_t left) {
     return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
 }
 
-/* Transpose 16 vectors of 16 32-bit lanes (r[i] lane q -> r[q] lane i): unpack pairs, quads, then move 128-bit lanes. */
+/* Transpose 16 vectors of 16 32-bit lanes (r[i] lane q -> r[q] lane i): unpack pairs, quads, move 128-bit lanes. */
 static inline void mag_transpose16(__m512i r[16]) {
     __m512i a[16], b[16];
     for (int j = 0; j < 8; ++j) {
@@ -27,7 +27,8 @@ static inline void mag_transpose16(__m512i r[16]) {
     }
     for (int c = 0; c < 4; ++c) {
         __m512i e0 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0x44), e1 = _mm512_shuffle_i32x4(b[c], b[4 + c], 0xee);
-        __m512i f0 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44), f1 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xee);
+        __m512i f0 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0x44);
+        __m512i f1 = _mm512_shuffle_i32x4(b[8 + c], b[12 + c], 0xee);
         r[c] = _mm512_shuffle_i32x4(e0, f0, 0x88);
         r[4 + c] = _mm512_shuffle_i32x4(e0, f0, 0xdd);
         r[8 + c] = _mm512_shuffle_i32x4(e1, f1, 0x88);

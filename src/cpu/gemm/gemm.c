@@ -87,7 +87,8 @@ static bool gemm_block(const job_t *g, const mag_gemm_kernel_t *k, int64_t m0, i
     int64_t ldp = ncb, mb = m1 - m0;
     if (partial && mag_gemm_roundup(mb, mr) * ldp * 4 > PARTIAL_BYTES_MAX)
         mb = mag_gemm_roundup(PARTIAL_BYTES_MAX / (ldp * 4), mcb);
-    size_t a_bytes = (size_t)mag_gemm_roundup(mcb * kcb * k->esz, 64), b_bytes = (size_t)mag_gemm_roundup(ncb * kcb * k->esz, 64);
+    size_t a_bytes = (size_t)mag_gemm_roundup(mcb * kcb * k->esz, 64);
+    size_t b_bytes = (size_t)mag_gemm_roundup(ncb * kcb * k->esz, 64);
     size_t t_bytes = (size_t)mag_gemm_roundup(mr * nr * 4, 64);
     size_t p_bytes = partial ? (size_t)(mag_gemm_roundup(mb, mr) * ldp * 4) : 0;
     uint8_t *buf = scratch_get(a_bytes + b_bytes + t_bytes + p_bytes);
@@ -199,8 +200,8 @@ static void scale_rows(const job_t *g, int64_t ti, int64_t nt) {
     share(g->M, nt, ti, 1, &m0, &m1);
     for (int64_t i = m0; i < m1; ++i)
         for (int64_t j = 0; j < g->N; j += 64)
-            mag_gemm_epilogue_generic(g->dt, 1, mag_gemm_min(64, g->N - j), zeros, 0, ELEM(g->C, i, j, g->rsc, g->csc, g->es), g->rsc,
-                     g->csc, g->alpha, g->beta);
+            mag_gemm_epilogue_generic(g->dt, 1, mag_gemm_min(64, g->N - j), zeros, 0,
+                                      ELEM(g->C, i, j, g->rsc, g->csc, g->es), g->rsc, g->csc, g->alpha, g->beta);
 }
 
 bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_dtype_t dt, int64_t M, int64_t N,

@@ -30,12 +30,14 @@ static inline __attribute__((always_inline)) void dot_t(const mag_dtype_t dt, co
         for (; p + 16 * U <= k; p += 16 * U)
             for (int u = 0; u < U; ++u) {
                 __m512 wv = ld16(dt, w, row + p + 16 * u, 0xffff);
-                for (int r = 0; r < MX; ++r) s[r][u] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + r * k + p + 16 * u), s[r][u]);
+                for (int r = 0; r < MX; ++r)
+                    s[r][u] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + r * k + p + 16 * u), s[r][u]);
             }
         for (; p < k; p += 16) {
             __mmask16 m = mag_tail_mask(k - p);
             __m512 wv = ld16(dt, w, row + p, m);
-            for (int r = 0; r < MX; ++r) s[r][0] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, x + r * k + p), s[r][0]);
+            for (int r = 0; r < MX; ++r)
+                s[r][0] = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, x + r * k + p), s[r][0]);
         }
         for (int r = 0; r < MX; ++r) {
             for (int u = 1; u < U; ++u) s[r][0] = _mm512_add_ps(s[r][0], s[r][u]);
