@@ -122,8 +122,8 @@ static void check(const path_case_t *pc, mag_dtype_t dt, int64_t M, int64_t N, i
                 mag += fabs(x * y);
             }
             double cterm = beta == 0.0f ? 0.0 : beta * c0[i * N + j];
-            /* + half the f16 subnormal spacing: a tiny result rounds to it */
             double ref = alpha * s + cterm;
+            /* + half the f16 subnormal spacing: a tiny result rounds to it */
             double bound = tol * (fabs(alpha) * mag + fabs(cterm)) + (dt == MAG_DTYPE_FLOAT16 ? 3e-8 : 1e-30);
             double got = get(dt, c.buf, at(&c, i, j));
             if (!(fabs(got - ref) <= bound) && bad++ < 3)
