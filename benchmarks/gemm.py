@@ -10,7 +10,7 @@ Timing (STYLE.md section 10): each sample runs >= 0.2 s; the two contenders alte
 sample during which other processes used more than 0.1 CPU is retried after a pause (bounded)
 and otherwise kept and counted as dirty. Reported: medians (and the ratio of bests).
 
-    python benchmarks/gemm.py [--build build/dev] [--quick] [--only f32,bf16,f16,gemv] [--threads 1,2]
+    python benchmarks/gemm.py [--build build/dev] [--quick] [--only f32,bf16,f16,gemv] [--threads 1,2] [--cpu-clock]
 """
 
 from __future__ import annotations
@@ -64,16 +64,20 @@ class Stats:
     dirty: int = 0
 
 
-def sample(run: Callable[[int], None], inner: int, st: Stats, retries: int) -> None:
-    """One timing sample (seconds per call) of run(inner), retried while the machine is busy."""
+def sample(run: Callable[[int], None], inner: int, st: Stats, retries: int, cpu_clock: bool = False) -> None:
+    """One timing sample (seconds per call) of run(inner), retried while the machine is busy.
+
+    cpu_clock: time this thread's CPU time instead (single-thread runs only: both contenders then
+    compute on the calling thread, and time other processes take from it does not count).
+    """
     for attempt in range(retries + 1):
-        b0, o0, t0 = busy_cpu_seconds(), own_cpu_seconds(), time.perf_counter()
+        b0, o0, t0, c0 = busy_cpu_seconds(), own_cpu_seconds(), time.perf_counter(), time.thread_time()
         run(inner)
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
         other = (busy_cpu_seconds() - b0) - (own_cpu_seconds() - o0)
-        if other / wall <= OTHER_CPU_MAX or attempt == retries:
+        if other / wall <= OTHER_CPU_MAX or attempt == retries or cpu_clock:
             st.dirty += other / wall > OTHER_CPU_MAX
-            st.times.append(wall / inner)
+            st.times.append((cpu if cpu_clock else wall) / inner)
             return
         st.retried += 1
         time.sleep(0.3)
@@ -87,19 +91,20 @@ def calibrate(run: Callable[[int], None]) -> int:
     return max(1, int(SAMPLE_S / max(dt, 1e-7)) + 1)
 
 
-def compare(ours: Callable[[int], None], theirs: Callable[[int], None], n: int, retries: int) -> tuple[Stats, Stats]:
+def compare(ours: Callable[[int], None], theirs: Callable[[int], None], n: int, retries: int,
+            cpu_clock: bool) -> tuple[Stats, Stats]:
     a, b = Stats(), Stats()
     ia, ib = calibrate(ours), calibrate(theirs)
     for _ in range(n):  # interleaved, so both see the same noise
-        sample(ours, ia, a, retries)
+        sample(ours, ia, a, retries, cpu_clock)
         time.sleep(0.05)  # let torch's OpenMP workers stop spinning
-        sample(theirs, ib, b, retries)
+        sample(theirs, ib, b, retries, cpu_clock)
     return a, b
 
 
 class Bench:
-    def __init__(self, lib: ctypes.CDLL, samples: int, retries: int) -> None:
-        self.lib, self.samples, self.retries = lib, samples, retries
+    def __init__(self, lib: ctypes.CDLL, samples: int, retries: int, cpu_clock: bool) -> None:
+        self.lib, self.samples, self.retries, self.cpu_clock = lib, samples, retries, cpu_clock
 
     def ours(self, a: torch.Tensor, bs: list[torch.Tensor], c: torch.Tensor, nt: int) -> Callable[[int], None]:
         m, k = a.shape
@@ -129,7 +134,8 @@ class Bench:
         err = (c.float() - ref).abs().max().item() / max(ref.abs().max().item(), 1e-30)
         if err > 2e-2:
             raise SystemExit(f"wrong result: max relative error {err:.3g}")
-        return compare(self.ours(a, bs, c, nt), self.torch(a, bs, c), self.samples, self.retries)
+        cpu = self.cpu_clock and nt == 1
+        return compare(self.ours(a, bs, c, nt), self.torch(a, bs, c), self.samples, self.retries, cpu)
 
 
 def fmt_row(name: str, nt: int, unit: str, ours: float, theirs: float | None, ratio: float | None,
@@ -161,7 +167,7 @@ def square(bench: Bench, dtype: torch.dtype, sizes: list[int], threads: list[int
                 run = bench.ours(a, [b], c, nt)
                 inner = calibrate(run)
                 for _ in range(bench.samples):
-                    sample(run, inner, st, bench.retries)
+                    sample(run, inner, st, bench.retries, bench.cpu_clock and nt == 1)
                 g = flop / statistics.median(st.times) * 1e-9
                 f32 = own_f32.get((n, nt))
                 rel = "" if f32 is None else f"f16/f32 {g / f32:4.2f}"
@@ -217,7 +223,8 @@ def main() -> None:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--samples", type=int, default=7)
     ap.add_argument("--retries", type=int, default=3)
-    ap.add_argument("--path", help="engine path (generic, avx512, avx512bf16, amx)")
+    ap.add_argument("--path", help="engine path (generic, avx2, avx512, avx512bf16, amx)")
+    ap.add_argument("--cpu-clock", action="store_true", help="1-thread rows: time the thread's CPU time, not wall")
     args = ap.parse_args()
     lib = load_lib(args.build)
     if args.path and not lib.mgb_set_path(args.path.encode()):
@@ -225,11 +232,11 @@ def main() -> None:
     only = set(args.only.split(","))
     threads = [int(t) for t in args.threads.split(",")]
     samples = 3 if args.quick else args.samples
-    bench = Bench(lib, samples, args.retries)
+    bench = Bench(lib, samples, args.retries, args.cpu_clock)
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     print(f"engine path {lib.mgb_path().decode()}, torch {torch.__version__}, load average {' '.join(load)}, "
-          f"{samples} samples per contender")
+          f"{samples} samples per contender, {'thread CPU time' if args.cpu_clock else 'wall'} clock at 1 thread")
     header()
     sizes = [256, 1024] if args.quick else [256, 512, 1024, 2048, 4096]
     f32 = square(bench, torch.float32, sizes, threads) if "f32" in only or "f16" in only else {}
