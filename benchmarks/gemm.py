@@ -97,8 +97,9 @@ def compare(ours: Callable[[int], None], theirs: Callable[[int], None], n: int, 
     ia, ib = calibrate(ours), calibrate(theirs)
     for _ in range(n):  # interleaved, so both see the same noise
         sample(ours, ia, a, retries, cpu_clock)
-        time.sleep(0.05)  # let torch's OpenMP workers stop spinning
+        time.sleep(0.05)
         sample(theirs, ib, b, retries, cpu_clock)
+        time.sleep(0.05)  # torch's OpenMP workers spin after a parallel region: not into our sample
     return a, b
 
 

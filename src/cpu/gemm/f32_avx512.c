@@ -22,14 +22,27 @@ static void cvt_row(mag_dtype_t dt, const void *src, int64_t n, float *dst) {
     }
 }
 
-/* float32 -> bf16 bits, round to nearest even, NaN kept quiet (mag_f32_to_bf16 in vector form). */
-static inline __m256i f32_to_bf16(__m512 v) {
+/* float32 -> bf16 in the high half of each lane, round to nearest even, NaN kept quiet (mag_f32_to_bf16). */
+static inline __m512i bf16_round(__m512 v) {
     __m512i u = _mm512_castps_si512(v);
     __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
-    __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
-    return _mm512_cvtepi32_epi16(r);
+    __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff)));
+    return _mm512_mask_or_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), u, _mm512_set1_epi32(0x400000));
+}
+
+/* alpha * t (+ beta * c) for 16 lanes of a row of C in dtype dt. */
+static inline __m512 combine(mag_dtype_t dt, __mmask16 k, const float *t, const void *c, __m512 va, float beta) {
+    __m512 v = _mm512_mul_ps(va, _mm512_maskz_loadu_ps(k, t));
+    if (beta == 0.0f) return v;
+    __m512 old;
+    if (dt == MAG_DTYPE_FLOAT32) {
+        old = _mm512_maskz_loadu_ps(k, c);
+    } else {
+        float tmp[16];
+        cvt_row(dt, c, __builtin_popcount(k), tmp);
+        old = _mm512_maskz_loadu_ps(k, tmp);
+    }
+    return _mm512_fmadd_ps(_mm512_set1_ps(beta), old, v);
 }
 
 /* The vector epilogue for rows with unit column stride; others take the portable one. */
@@ -39,25 +52,28 @@ void mag_gemm_epilogue_avx512(mag_dtype_t dt, int64_t m, int64_t n, const float 
         mag_gemm_epilogue_generic(dt, m, n, t, ldt, c, rsc, csc, alpha, beta);
         return;
     }
-    __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+    const __m512i hi_halves = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29,
+                                               27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    __m512 va = _mm512_set1_ps(alpha);
     for (int64_t i = 0; i < m; ++i, t += ldt) {
         float *cf = (float *)c + i * rsc;
         uint16_t *ch = (uint16_t *)c + i * rsc;
-        for (int64_t j = 0; j < n; j += 16) {
+        int64_t j = 0;
+        if (dt == MAG_DTYPE_BFLOAT16) /* 32 at a time: one permute gathers the rounded high halves */
+            for (; j + 32 <= n; j += 32) {
+                __m512i r0 = bf16_round(combine(dt, 0xffff, t + j, ch + j, va, beta));
+                __m512i r1 = bf16_round(combine(dt, 0xffff, t + j + 16, ch + j + 16, va, beta));
+                _mm512_storeu_si512(ch + j, _mm512_permutex2var_epi16(r0, hi_halves, r1));
+            }
+        for (; j < n; j += 16) {
             __mmask16 k = mag_tail_mask(n - j);
-            __m512 v = _mm512_mul_ps(va, _mm512_maskz_loadu_ps(k, t + j));
             if (dt == MAG_DTYPE_FLOAT32) {
-                if (beta != 0.0f) v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k, cf + j), v);
-                _mm512_mask_storeu_ps(cf + j, k, v);
+                _mm512_mask_storeu_ps(cf + j, k, combine(dt, k, t + j, cf + j, va, beta));
                 continue;
             }
-            if (beta != 0.0f) {
-                float old[16];
-                cvt_row(dt, ch + j, mag_gemm_min(16, n - j), old);
-                v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(k, old), v);
-            }
+            __m512 v = combine(dt, k, t + j, ch + j, va, beta);
             __m256i h = dt == MAG_DTYPE_FLOAT16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-                                                : f32_to_bf16(v);
+                                                : _mm512_cvtepi32_epi16(_mm512_srli_epi32(bf16_round(v), 16));
             _mm256_mask_storeu_epi16(ch + j, k, h);
         }
     }
