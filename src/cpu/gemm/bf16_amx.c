@@ -1,0 +1,115 @@
+/*
+ * The AMX path for bfloat16: a 32 x 32 float32 tile of C held in four 16 x 16 accumulator
+ * tiles; each 32-depth step loads two A tiles (16 rows x 32 depths) and two B tiles (16 depth
+ * pairs x 16 columns, the same pair layout vdpbf16ps uses) and issues four tdpbf16ps.
+ * Built with -mamx-tile -mamx-bf16; runs only after path.c got the OS's tile permission.
+ * MAG_GEMM_AMX_EMULATE swaps the tile instructions for C (amx_emulate.h) so machines
+ * without AMX can test the packing and tile addressing.
+ */
+#include "pack.h"
+
+#ifdef MAG_GEMM_AMX_EMULATE
+#include "amx_emulate.h"
+#define KERNEL_NAME mag_gemm_bf16_amx_emulated
+#define EPILOGUE mag_gemm_epilogue_generic
+#else
+#include <immintrin.h>
+#define KERNEL_NAME mag_gemm_bf16_amx
+#define EPILOGUE mag_gemm_epilogue_avx512
+#define tile_config(cfg) _tile_loadconfig(cfg)
+#define tile_release() _tile_release()
+#define tile_zero(t) _tile_zero(t)
+#define tile_load(t, p, stride) _tile_loadd(t, p, stride)
+#define tile_store(t, p, stride) _tile_stored(t, p, stride)
+#define tile_dpbf16ps(c, a, b) _tile_dpbf16ps(c, a, b)
+#endif
+
+enum { MR = 32, NR = 32, KB = 32 }; /* KB: depths per tile */
+
+/* A panel: per 32-depth block, 32 rows x 32 depths, so each 16-row tile is 1 KiB contiguous. */
+static void pack_a(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t rs, int64_t cs, void *dst) {
+    (void)dt;
+    const uint16_t *s = x;
+    uint16_t *d = dst;
+    int64_t kp = mag_gemm_roundup(k, KB);
+    for (int64_t i0 = 0; i0 < m; i0 += MR, d += MR * kp) {
+        int64_t rows = mag_gemm_min(MR, m - i0);
+        for (int64_t q = 0; q < kp; q += KB) {
+            uint16_t *blk = d + q * MR;
+            int64_t len = mag_gemm_min(KB, k - q);
+            for (int64_t i = 0; i < MR; ++i) {
+                uint16_t *row = blk + i * KB;
+                int64_t n = i < rows ? len : 0;
+                const uint16_t *src = s + (i0 + i) * rs + q * cs;
+                if (cs == 1)
+                    memcpy(row, src, (size_t)n * 2);
+                else
+                    for (int64_t p = 0; p < n; ++p) row[p] = src[p * cs];
+                memset(row + n, 0, (size_t)(KB - n) * 2);
+            }
+        }
+    }
+}
+
+/* B panel: depth pairs x 32 columns (pack.h), depths padded to whole tiles. */
+static void pack_b(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t rs, int64_t cs, void *dst) {
+    (void)dt;
+    int64_t kp = mag_gemm_roundup(k, KB);
+    uint16_t *d = dst;
+    for (int64_t i0 = 0; i0 < m; i0 += NR, d += NR * kp) {
+        pack_pair_panels(mag_gemm_min(NR, m - i0), k, (const uint16_t *)x + i0 * rs, rs, cs, d, NR);
+        int64_t k2 = mag_gemm_roundup(k, 2);
+        memset(d + k2 * NR, 0, (size_t)((kp - k2) * NR) * 2);
+    }
+}
+
+typedef struct tile_cfg {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tile_cfg_t;
+
+static void enter(void) {
+    tile_cfg_t cfg = {.palette = 1};
+    for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
+    tile_config(&cfg);
+}
+
+static void leave(void) { tile_release(); }
+
+/* Tiles: 0-3 C (row block, column block), 4-5 A, 6-7 B. */
+static void ukr(int64_t kc, const void *ap, const void *bp, float *c, int64_t ldc, bool acc) {
+    const uint16_t *a = ap, *b = bp;
+    size_t sc = (size_t)ldc * sizeof(float);
+    float *c1 = c + 16, *c2 = c + 16 * ldc, *c3 = c2 + 16;
+    if (acc) {
+        tile_load(0, c, sc);
+        tile_load(1, c1, sc);
+        tile_load(2, c2, sc);
+        tile_load(3, c3, sc);
+    } else {
+        tile_zero(0);
+        tile_zero(1);
+        tile_zero(2);
+        tile_zero(3);
+    }
+    for (int64_t q = 0; q < kc; q += KB, a += MR * KB, b += NR * KB) {
+        tile_load(4, a, 64);
+        tile_load(5, a + 16 * KB, 64);
+        tile_load(6, b, NR * 4);
+        tile_load(7, b + 32, NR * 4);
+        tile_dpbf16ps(0, 4, 6);
+        tile_dpbf16ps(1, 4, 7);
+        tile_dpbf16ps(2, 5, 6);
+        tile_dpbf16ps(3, 5, 7);
+    }
+    tile_store(0, c, sc);
+    tile_store(1, c1, sc);
+    tile_store(2, c2, sc);
+    tile_store(3, c3, sc);
+}
+
+const mag_gemm_kernel_t KERNEL_NAME = {
+    .mr = MR, .nr = NR, .kq = KB, .esz = 2, .mc = 32 * 8, .kc = 1024, .nc = 1024,
+    .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr, .epi = EPILOGUE, .enter = enter, .leave = leave,
+};
