@@ -17,19 +17,6 @@ if MISSING:
     collect_ignore_glob = ["test_*.py"]
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--models-big", action="store_true", default=False, help="run GPT-2 124M / Qwen3-0.6B shape tests")
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--models-big"):
-        return
-    skip = pytest.mark.skip(reason="full-size model shapes: run with --models-big")
-    for item in items:
-        if "models_big" in item.keywords:
-            item.add_marker(skip)
-
-
 class Checkpoints:
     """Builds each (name, dtype) checkpoint on first use."""
 
