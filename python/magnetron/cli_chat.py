@@ -51,9 +51,9 @@ def open_model(ns: argparse.Namespace) -> LanguageModel:
     """The model named on the command line: a path as it is, anything else through the cache (pulled if needed)."""
     from .models import load, registry
 
-    source = ns.model
-    if source is None or not os.path.exists(source):
-        source = registry.pull(source or registry.DEFAULT_MODEL, log=log)
+    source = ns.model or registry.DEFAULT_MODEL
+    if not os.path.exists(source):
+        source = registry.cached(source) or registry.pull(source, log=log)
     return load(source, dtype=ns.dtype, num_threads=ns.threads)
 
 
