@@ -28,19 +28,11 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "models"))
 
 import magnetron as mag  # noqa: E402
 import reference  # noqa: E402
+from harness import read_bandwidth  # noqa: E402
 from magnetron import models  # noqa: E402
 from magnetron.models import SamplingParams  # noqa: E402
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
-
-
-def read_bandwidth(threads: int, nbytes: int = 1 << 30, reps: int = 5) -> float:
-    """Bytes/s of a streaming read (torch sum over a float32 buffer larger than any cache)."""
-    torch.set_num_threads(threads)
-    x = torch.ones(nbytes // 4)
-    x.sum()
-    best = min(_timed(lambda: x.sum()) for _ in range(reps))
-    return nbytes / best
 
 
 def _timed(fn) -> float:
