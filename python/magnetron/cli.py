@@ -113,7 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{prog}: error: needs the {e.name} package: pip install 'magnetron[{extra}]'", file=sys.stderr)
         return 1
     except (OSError, ValueError, TypeError, RuntimeError, ImportError) as e:  # FormatError is a ValueError
-        print(f"{prog}: error: {e}", file=sys.stderr)
+        message = str(e)
+        head, sep, rest = message.partition(": ")
+        if sep and head in COMMANDS:  # the library names its function, which the line names already
+            message = rest
+        print(f"{prog}: error: {message}", file=sys.stderr)
         return 1
 
 

@@ -109,7 +109,7 @@ def test_names_that_are_not_pulled_say_how_to_pull(home, capsys):
         models.load(SMOLLM2)
     with pytest.raises(FileNotFoundError, match="neither a file, a folder nor a pulled model"):
         models.load("no-such-model")
-    with pytest.raises(ValueError, match="not a known model"):
+    with pytest.raises(ValueError, match="neither a known model"):
         models.pull("no such model")
     assert cli.main(["generate", "no-such-model", "--prompt", "hi"]) == 1
     err = capsys.readouterr().err.strip()

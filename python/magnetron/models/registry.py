@@ -137,7 +137,8 @@ def pull(
         name, fetch = name or text.replace("/", "--").lower(), lambda tmp: _fetch_hub(text, tmp, say)
     else:
         known = ", ".join(KNOWN)
-        raise ValueError(f"pull: '{text}' is not a known model ({known}), a local path or a Hugging Face repo id")
+        what = f"a known model ({known}), a pulled model, a local path nor a Hugging Face repo id"
+        raise ValueError(f"pull: '{text}' is neither {what}")
     if not _valid_name(name):
         raise ValueError(f"pull: '{name}' is not a usable model name (letters, digits, '.', '_', '-')")
     dest = models_dir() / f"{name}.mag"
@@ -207,7 +208,8 @@ def _fetch_hub(repo: str, folder: Path, log: Log) -> Path:
     try:
         return Path(snapshot_download(repo, local_dir=folder / "repo", allow_patterns=_HF_FILES))
     except Exception as e:  # the hub raises its own error types for network and missing repos
-        raise OSError(f"pull: cannot download '{repo}' from the Hugging Face hub: {e}") from None
+        why = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), type(e).__name__)
+        raise OSError(f"pull: cannot download '{repo}' from the Hugging Face hub: {why}") from None
 
 
 def _convert(src: Path, dest: Path, dtype: str | None) -> None:
