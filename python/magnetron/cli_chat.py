@@ -74,11 +74,12 @@ def stream_reply(model: LanguageModel, prompt: str | list[int], ns: argparse.Nam
         sys.stdout.write(" [stopped]")
     sys.stdout.write("\n")
     sys.stdout.flush()
-    if ns.stats:
+    if ns.stats and model.stats.new_tokens:  # (none when stopped during the prefill)
         s = model.stats
-        prompt = f"prompt {s.prompt_tokens} tokens ({s.cached_tokens} cached), prefill {s.prefill_tok_s:.1f} tok/s"
+        head = f"prompt {s.prompt_tokens} tokens ({s.cached_tokens} cached), prefill {s.prefill_tok_s:.1f} tok/s"
         new = f"{s.new_tokens} new tokens, decode {s.decode_tok_s:.1f} tok/s"
-        print(f"[{prompt}; {new}; first text after {first or 0:.2f} s]", file=sys.stderr, flush=True)
+        latency = "" if first is None else f"; first text after {first:.2f} s"
+        print(f"[{head}; {new}{latency}]", file=sys.stderr, flush=True)
     return "".join(pieces)
 
 
