@@ -68,6 +68,9 @@ def test_pulled_model_is_reused_until_its_source_changes(home, tiny_gguf):
     assert models.pull(tiny_gguf) == dest and dest.stat().st_mtime_ns != stamp
     models.pull(tiny_gguf, dtype="bfloat16")  # another dtype: converted again
     assert models.load("tiny-llama").dtype == mag.bfloat16
+    assert models.pull("tiny-llama", dtype="bfloat16") == dest
+    with pytest.raises(ValueError, match="nothing to fetch 'tiny-llama' from again"):
+        models.pull("tiny-llama", dtype="float32")  # a cached name cannot be converted anew
     assert models.pull(tiny_gguf, name="other") == home / "models" / "other.mag"
 
 

@@ -127,10 +127,12 @@ def pull(
     say = log or (lambda _msg: None)
     text = os.fspath(source)
     local = Path(text).expanduser()
+    origin: Path | None = None  # a local source, whose changes make a pulled copy stale
+    fetch: Callable[[Path], Path] | None  # (temporary folder) -> the weights to convert
     if text in KNOWN:
         name, fetch = name or text, lambda tmp: fetch_known(KNOWN[text], tmp, say)
     elif local.exists():
-        name, fetch = name or _name_of(local), lambda tmp: local
+        name, origin, fetch = name or _name_of(local), local, lambda tmp: local
     elif cached(text) is not None and name in (None, text):
         name, fetch = text, None
     elif _HF_REPO.fullmatch(text):
@@ -142,11 +144,11 @@ def pull(
     if not _valid_name(name):
         raise ValueError(f"pull: '{name}' is not a usable model name (letters, digits, '.', '_', '-')")
     dest = models_dir() / f"{name}.mag"
-    if dest.is_file() and not force and (fetch is None or _up_to_date(dest, local if local.exists() else None, dtype)):
+    if dest.is_file() and not force and _up_to_date(dest, origin, dtype):
         say(f"{name}: already pulled ({dest})")
         return dest
-    if fetch is None:  # a cached name, asked for again with --force: nothing to fetch it from
-        raise ValueError(f"pull: '{name}' was pulled from a local source; pull that source again")
+    if fetch is None:
+        raise ValueError(f"pull: nothing to fetch '{name}' from again: pull its source (a path or repo id)")
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".pull-", dir=home()))
     try:
@@ -223,7 +225,7 @@ def _convert(src: Path, dest: Path, dtype: str | None) -> None:
 
 
 def _up_to_date(dest: Path, local: Path | None, dtype: str | None) -> bool:
-    """Whether the pulled ``dest`` can stand for a pull from ``local`` (None: a download) with ``dtype``."""
+    """Whether the pulled ``dest`` can stand for a pull with ``dtype`` from ``local`` (None: not a local source)."""
     if local is not None:
         files = [local] if local.is_file() else [p for p in local.iterdir() if p.is_file()]
         if any(p.stat().st_mtime > dest.stat().st_mtime for p in files):
