@@ -117,8 +117,9 @@ static mag_status_t run(mag_op_t op, mag_tensor_t *const *views, const att_dims_
     ka[ATT_A_NI] = mag_scalar_int(ni);
     ka[ATT_A_NSPLIT] = mag_scalar_int(nsplit);
     ka[ATT_A_PHASE] = mag_scalar_int(0);
-    int64_t rows = n_batch * hq * lq, work; /* multiply-adds, roughly; at least 1 per row so E = 0 still runs */
-    if (__builtin_mul_overflow(rows, lk, &work) || __builtin_mul_overflow(work, d->e[0] + d->e[2] + 1, &work))
+    /* multiply-adds, roughly; never 0, so that rows without keys (Lk or E = 0) still get their zeros */
+    int64_t rows = n_batch * hq * lq, work;
+    if (__builtin_mul_overflow(rows, lk + 1, &work) || __builtin_mul_overflow(work, d->e[0] + d->e[2] + 1, &work))
         work = INT64_MAX;
     mag_tensor_t *in[4] = {views[0], views[1], views[2], NULL};
     if (nsplit == 1) return mag_dispatch(op, res->dtype, views[3], in, 3, ka, ATT_A__COUNT, work, false);
