@@ -426,13 +426,6 @@ static const uint8_t *att_block(const att_plan_t *p, const att_kv_t *kv, const u
     return (const uint8_t *)buf;
 }
 
-/* Ask for the next block's rows early: the hardware prefetchers stop at page boundaries. */
-static void att_prefetch(const att_plan_t *p, const att_kv_t *kv, const uint8_t *base, int64_t kb, int64_t nj) {
-    int64_t bytes = kv->col == 1 ? kv->cols * p->es : 0;
-    for (int64_t j = 0; j < nj; ++j)
-        for (int64_t c = 0; c < bytes; c += 64) __builtin_prefetch(base + (kb + j) * kv->row * p->es + c);
-}
-
 /* One (item, split): the rows' softmax-weighted sum over keys [split * chunk, ...). */
 static void att_unit(const att_plan_t *p, att_ws_t *w, int64_t item, int64_t split, float *partial) {
     att_item_rows(p, item, w);
@@ -446,9 +439,7 @@ static void att_unit(const att_plan_t *p, att_ws_t *w, int64_t item, int64_t spl
     int64_t k0 = split * p->chunk, k1 = k0 + p->chunk < maxlim ? k0 + p->chunk : maxlim;
     if (k0 < k1) att_load_q(p, w);
     for (int64_t kb = k0; kb < k1; kb += ATT_BK) {
-        int64_t nj = k1 - kb < ATT_BK ? k1 - kb : ATT_BK, next = k1 - kb - nj < ATT_BK ? k1 - kb - nj : ATT_BK, ld;
-        att_prefetch(p, &p->k, w->kbase, kb + nj, next);
-        att_prefetch(p, &p->v, w->vbase, kb + nj, next);
+        int64_t nj = k1 - kb < ATT_BK ? k1 - kb : ATT_BK, ld;
         const uint8_t *k = att_block(p, &p->k, w->kbase, w->k, kb, nj, &ld);
         att_scores(p, w, k, ld, nj);
         if (p->narrow) att_softmax_rows(p, w, kb, nj);
