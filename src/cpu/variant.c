@@ -2,6 +2,7 @@
  * One kernel table per ISA level: this file is compiled once per variant with that level's
  * flags and MAG_CPU_VARIANT set to its name; every kernel is static, so the copies never clash.
  */
+#include "kernels/attention.c"
 #include "kernels/binary.c"
 #include "kernels/bitwise.c"
 #include "kernels/compare.c"
@@ -106,6 +107,7 @@ const uint64_t MAG_CAT(mag_cpu_needs_, MAG_CPU_VARIANT) = 0
 
 void MAG_CAT(mag_cpu_table_, MAG_CPU_VARIANT)(mag_kernel_table_t t);
 void MAG_CAT(mag_cpu_table_, MAG_CPU_VARIANT)(mag_kernel_table_t t) {
+    register_attention(t);
     register_binary(t);
     register_bitwise(t);
     register_compare(t);

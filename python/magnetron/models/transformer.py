@@ -121,8 +121,6 @@ class Attention(nn.Module):
         self,
         x: Tensor,  # (B, T, C)
         rope: tuple[Tensor, Tensor] | None,  # cos, sin: (T, D/2) each, in x's dtype
-        mask: Tensor | None,  # (T, S) boolean, True = may attend; None with is_causal or T = 1
-        is_causal: bool,
         cache: KVCache | None,
         layer: int,
         pos: int,  # absolute position of x's first token
@@ -141,11 +139,11 @@ class Attention(nn.Module):
             q, k = F.rope(q, *rope), F.rope(k, *rope)
         if cache is not None:  # append this step's keys/values and attend over everything held
             k, v = cache.update(layer, pos, k, v)  # (B, H_kv, S, D) views, in the cache's dtype
-        # GQA: sdpa groups the H query heads over the H_kv key/value heads by broadcasting, no copy.
-        y = F.scaled_dot_product_attention(
-            q.cast(_dt.float32), k.cast(_dt.float32), v.cast(_dt.float32), attn_mask=mask, is_causal=is_causal
-        )  # (B, H, T, D)
-        y = y.cast(x.dtype).transpose(1, 2).reshape(B, T, H * D)  # (B, T, H*D)
+        # Query i sits at position pos + i and sees keys 0..pos+i: causality aligned bottom-right, so
+        # causal_offset = pos. The fused kernel reads k/v in place (cache views, in their own dtype),
+        # groups the H query heads over the H_kv key/value heads (GQA) and accumulates in float32.
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, causal_offset=pos)  # (B, H, T, D)
+        y = y.transpose(1, 2).reshape(B, T, H * D)  # (B, T, H*D)
         return self.o_proj(y)  # (B, T, C)
 
 
@@ -218,12 +216,8 @@ class Transformer(nn.Module):
         if cfg.positions == "rope":
             cos, sin = F.rope_frequencies(T, cfg.head_dim, cfg.rope_theta, offset=pos)  # (T, D/2) each
             rope = cos.cast(self.dtype), sin.cast(self.dtype)
-        # Query i sits at position pos + i and sees keys 0..pos+i: bottom-right aligned causality.
-        # One query sees everything cached; a fresh prompt is sdpa's (top-left aligned) is_causal.
-        is_causal = T > 1 and pos == 0
-        mask = Tensor.ones(T, S, dtype=_dt.boolean).tril(pos) if T > 1 and pos > 0 else None  # (T, S)
         for i, layer in enumerate(self.layers):
-            x = layer(x, rope, mask, is_causal, cache, i, pos)  # (B, T, C)
+            x = layer(x, rope, cache, i, pos)  # (B, T, C)
         if cache is not None:
             cache.length = S
         if last_only:

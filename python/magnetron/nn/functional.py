@@ -9,10 +9,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from .. import _C
+from .. import _C, _grad_mode
 from .. import dtype as _dt
 from .._ops_struct import _ID as _OP_ID
 from .._tensor import Tensor
+
+_SDPA_ID = _OP_ID["scaled_dot_product_attention"]
+_FUSED_DTYPES = (_dt.float32, _dt.float16, _dt.bfloat16)
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -188,25 +191,40 @@ def scaled_dot_product_attention(
     attn_mask: Tensor | None = None,
     is_causal: bool = False,
     scale: float | None = None,
+    *,
+    causal_offset: int = 0,
 ) -> Tensor:
-    """softmax(q @ k^T * scale + mask) @ v over (..., heads, L, E) inputs.
+    """softmax(q @ k^T * scale + mask) @ v over (..., heads, L, E) inputs of one dtype.
 
-    Grouped-query attention: q may have a multiple of k/v's heads; each group of q heads shares
-    one k/v head through a broadcast batch dim, so k and v are never copied. ``is_causal`` masks
-    with PyTorch's top-left aligned lower triangle; a boolean ``attn_mask`` marks allowed positions,
-    a float mask is added to the scores.
+    Grouped-query attention: q may have a multiple of k/v's heads; query head h reads key/value head
+    h // (Hq // Hkv), and k and v are never copied. ``is_causal`` lets query i see keys
+    j <= i + ``causal_offset``: 0 is PyTorch's top-left aligned triangle, Lk - Lq puts query i at
+    absolute position Lk - Lq + i (decoding against a KV cache). A boolean ``attn_mask`` marks allowed
+    positions, a float mask is added to the scores. A query that may see no key gets zeros, as in PyTorch.
+
+    Without ``attn_mask``, float32/float16/bfloat16 inputs run one fused, forward-only kernel (blocked
+    online softmax, float32 accumulation, k/v read in place) unless autograd has to record the call;
+    everything else is composed from differentiable ops.
     """
     if q.rank < 2 or k.rank != q.rank or v.rank != q.rank:
         raise ValueError(
             f"scaled_dot_product_attention: q, k, v must have equal rank >= 2, got {q.shape}, {k.shape}, {v.shape}"
         )
+    if k.dtype != q.dtype or v.dtype != q.dtype:
+        raise TypeError(
+            f"scaled_dot_product_attention: q, k, v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype} "
+            f"(shapes {q.shape}, {k.shape}, {v.shape})"
+        )
     L, E = q.shape[-2], q.shape[-1]
     S = k.shape[-2]
-    scale = 1.0 / math.sqrt(E) if scale is None else scale
+    scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
+    recording = _grad_mode.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    if attn_mask is None and q.dtype in _FUSED_DTYPES and not recording:
+        return _C._op(_SDPA_ID, [q, k, v], [scale, bool(is_causal), int(causal_offset)])
     grouped = q.rank >= 3 and q.shape[-3] != k.shape[-3]
     if grouped:
         hq, hk = q.shape[-3], k.shape[-3]
-        if hq % hk:
+        if hk == 0 or hq % hk:
             raise ValueError(
                 f"scaled_dot_product_attention: {hq} query heads are not a multiple of {hk} key/value heads"
             )
@@ -215,7 +233,7 @@ def scaled_dot_product_attention(
         k, v = k.unsqueeze(-3), v.unsqueeze(-3)
     scores = (q @ k.transpose(-2, -1)) * scale
     if is_causal:
-        allowed = Tensor.ones(L, S, dtype=_dt.boolean).tril()
+        allowed = Tensor.ones(L, S, dtype=_dt.boolean).tril(causal_offset)
         scores = scores.masked_fill(allowed.logical_not(), float("-inf"))
     if attn_mask is not None:
         if grouped and attn_mask.rank >= 3:
@@ -228,7 +246,10 @@ def scaled_dot_product_attention(
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
         else:
             scores = scores + attn_mask
-    out = scores.softmax(-1) @ v
+    probs = scores.softmax(-1)
+    if is_causal or attn_mask is not None:  # rows that see no key: zeros, not softmax's 0/0
+        probs = Tensor.where((scores == float("-inf")).all(-1, keepdim=True), 0.0, probs)
+    out = probs @ v
     if grouped:
         out = out.reshape(*out.shape[:-4], -1, L, v.shape[-1])
     return out
