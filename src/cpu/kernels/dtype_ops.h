@@ -32,11 +32,28 @@
 #define MAG_NUMERIC_DTYPES_A(X, a) MAG_FLOAT_DTYPES_A(X, a) MAG_INT_DTYPES_A(X, a)
 #define MAG_ALL_DTYPES_A(X, a) MAG_NUMERIC_DTYPES_A(X, a) MAG_BOOL_DTYPES_A(X, a)
 
+/* For the small helpers that inner loops call: every kernel file lands in one big translation
+ * unit (variant.c), where the compiler's inlining budget runs out, and a call left in a loop
+ * keeps it from vectorising. */
+#define MAG_INLINE static inline __attribute__((always_inline))
+
+MAG_INLINE uint32_t mag_fbits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return u;
+}
+MAG_INLINE float mag_bitsf(uint32_t u) {
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
 /*
- * 16-bit float loads, inline and branch-free (selects by masks) so that loops over them vectorise;
- * the results are those of mag_f16_to_f32 / mag_bf16_to_f32 (the tests compare all 65536 inputs).
+ * 16-bit float loads and stores, inline and branch-free (selects by masks) so that loops over
+ * them vectorise; the results are those of mag_f16_to_f32 / mag_bf16_to_f32 (the tests compare
+ * all 65536 inputs) and mag_f32_to_f16 / mag_f32_to_bf16 (all 2^32 inputs checked when written).
  */
-static inline float mag_ld_f16(uint16_t h) {
+MAG_INLINE float mag_ld_f16(uint16_t h) {
     uint32_t mag = (uint32_t)(h & 0x7fffu);
     uint32_t special = 0u - (uint32_t)(mag >= 0x7c00u), tiny = 0u - (uint32_t)(mag < 0x400u); /* masks */
     /* normal: exponent rebiased by 127 - 15; inf and NaN (payload kept): by 255 - 31 */
@@ -48,11 +65,22 @@ static inline float mag_ld_f16(uint16_t h) {
     memcpy(&f, &bits, 4);
     return f;
 }
-static inline float mag_ld_bf16(uint16_t h) {
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
+MAG_INLINE float mag_ld_bf16(uint16_t h) { return mag_bitsf((uint32_t)h << 16); }
+MAG_INLINE uint16_t mag_st_f16(float x) {
+    uint32_t u = mag_fbits(x), a = u & 0x7fffffffu;
+    uint32_t nan = 0x7e00u | ((a >> 13) & 0x3ffu);
+    /* subnormal or zero: adding 0.5 makes the FPU round the mantissa at the f16 subnormal position */
+    uint32_t sub = mag_fbits(mag_bitsf(a) + 0.5f) - 0x3f000000u;
+    uint32_t norm = (a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13; /* rebias (-112 << 23), round to nearest even */
+    uint32_t r = a < 0x38800000u ? sub : norm;
+    r = a >= 0x477ff000u ? 0x7c00u : r; /* >= 65520 rounds to inf */
+    r = a > 0x7f800000u ? nan : r;
+    return (uint16_t)(((u >> 16) & 0x8000u) | r);
+}
+MAG_INLINE uint16_t mag_st_bf16(float x) {
+    uint32_t u = mag_fbits(x);
+    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; /* round to nearest even */
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : r); /* NaN: quiet, sign kept */
 }
 
 /* load: storage -> compute */
@@ -96,8 +124,8 @@ static inline uint64_t mag_f2u64(double x) {
 
 /* store: any C arithmetic value -> storage, with the conversion rules above */
 #define MAG_ST_FLOAT32(v) ((float)(v))
-#define MAG_ST_FLOAT16(v) mag_f32_to_f16((float)(v))
-#define MAG_ST_BFLOAT16(v) mag_f32_to_bf16((float)(v))
+#define MAG_ST_FLOAT16(v) mag_st_f16((float)(v))
+#define MAG_ST_BFLOAT16(v) mag_st_bf16((float)(v))
 #define MAG_ST_FLOAT64(v) ((double)(v))
 #define MAG_ST_BOOLEAN(v) ((uint8_t)((v) != 0))
 #define MAG_ST_INT8(v) ((int8_t)MAG_F2INT(mag_f2i32, v))
