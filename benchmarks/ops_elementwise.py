@@ -67,6 +67,18 @@ def _inputs(case: Case, tdt: torch.dtype, mdt: mag.dtype.DType) -> tuple[list[ma
     return [mag.Tensor(t) for t in ts], ts
 
 
+def _row(case: Case, name: str, threads: int, ms: list[mag.Tensor], ts: list[torch.Tensor], samples: int) -> float:
+    """Time one case at one thread count, print its line, return the ratio."""
+    mag.context.num_threads = threads
+    torch.set_num_threads(threads)
+    r = compare({"magnetron": lambda: case.mag_fn(*ms), "torch": lambda: case.torch_fn(*ts)}, samples)
+    m, t = r["magnetron"].median, r["torch"].median
+    shape = "x".join(map(str, ms[0].shape)) + (f" d{case.dim}" if case.n_in == 0 else "")
+    print(f"{case.op:12s} {shape:>12s} {name:9s} {threads:3d} {m * 1e3:13.3f} {t * 1e3:10.3f} {t / m:6.2f}  "
+          f"{noise_note(r)}", flush=True)
+    return t / m
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="add/mul/exp/silu/softmax, float32 + bfloat16, 3 samples")
@@ -90,14 +102,7 @@ def main() -> None:
                 continue
             ms, ts = _inputs(case, tdt, mdt)
             for threads in (int(t) for t in args.threads.split(",")):
-                mag.context.num_threads = threads
-                torch.set_num_threads(threads)
-                r = compare({"magnetron": lambda: case.mag_fn(*ms), "torch": lambda: case.torch_fn(*ts)}, samples)
-                m, t = r["magnetron"].median, r["torch"].median
-                ratios.append(t / m)
-                shape = "x".join(map(str, ms[0].shape)) + (f" d{case.dim}" if case.n_in == 0 else "")
-                print(f"{case.op:12s} {shape:>12s} {name:9s} {threads:3d} {m * 1e3:13.3f} {t * 1e3:10.3f} "
-                      f"{t / m:6.2f}  {noise_note(r)}", flush=True)
+                ratios.append(_row(case, name, threads, ms, ts, samples))
     if ratios:
         print(f"geometric mean ratio: {statistics.geometric_mean(ratios):.2f}")
 

@@ -10,6 +10,9 @@
 
 #include <math.h>
 #include <string.h>
+#if defined(__F16C__) && defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #define MAG_FLOAT_DTYPES(X) X(FLOAT32, float, float) X(FLOAT16, uint16_t, float) X(BFLOAT16, uint16_t, float) X(FLOAT64, double, double)
 #define MAG_SINT_DTYPES(X) X(INT8, int8_t, int8_t) X(INT16, int16_t, int16_t) X(INT32, int32_t, int32_t) X(INT64, int64_t, int64_t)
@@ -82,6 +85,55 @@ MAG_INLINE uint16_t mag_st_bf16(float x) {
     uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; /* round to nearest even */
     return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : r); /* NaN: quiet, sign kept */
 }
+
+/*
+ * n float16 values to float32 and back, 8 at a time with F16C where the variant has it (the
+ * compiler does not vectorise the conversion instructions on its own), the same bits as the
+ * scalar helpers above: F16C quiets a signalling NaN on load, so its quiet bit is cleared again.
+ */
+MAG_INLINE void mag_f16_to_f32_n(float *d, const uint16_t *s, int64_t n) {
+    int64_t i = 0;
+#if defined(__F16C__) && defined(__AVX2__)
+    const __m128i exp_q = _mm_set1_epi16(0x7e00), snan_exp = _mm_set1_epi16(0x7c00), payload = _mm_set1_epi16(0x1ff);
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(s + i));
+        __m128i snan = _mm_andnot_si128(_mm_cmpeq_epi16(_mm_and_si128(h, payload), _mm_setzero_si128()),
+                                        _mm_cmpeq_epi16(_mm_and_si128(h, exp_q), snan_exp));
+        __m256i quiet = _mm256_and_si256(_mm256_cvtepi16_epi32(snan), _mm256_set1_epi32(0x400000));
+        __m256i f = _mm256_xor_si256(_mm256_castps_si256(_mm256_cvtph_ps(h)), quiet);
+        _mm256_storeu_ps(d + i, _mm256_castsi256_ps(f));
+    }
+#endif
+    for (; i < n; ++i) d[i] = mag_ld_f16(s[i]);
+}
+MAG_INLINE void mag_f32_to_f16_n(uint16_t *d, const float *s, int64_t n) {
+    int64_t i = 0;
+#if defined(__F16C__) && defined(__AVX2__)
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm_storeu_si128((__m128i *)(d + i), h);
+    }
+#endif
+    for (; i < n; ++i) d[i] = mag_st_f16(s[i]);
+}
+
+/* bfloat16 needs no special instructions: these loops vectorise as they are */
+MAG_INLINE void mag_bf16_to_f32_n(float *d, const uint16_t *s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) d[i] = mag_ld_bf16(s[i]);
+}
+MAG_INLINE void mag_f32_to_bf16_n(uint16_t *d, const float *s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) d[i] = mag_st_bf16(s[i]);
+}
+
+/* n contiguous float values, storage -> compute type and back (the float dtypes only) */
+#define MAG_LD_N_FLOAT32(d, s, n) memcpy((d), (s), (size_t)(n) * sizeof(float))
+#define MAG_LD_N_FLOAT64(d, s, n) memcpy((d), (s), (size_t)(n) * sizeof(double))
+#define MAG_LD_N_FLOAT16(d, s, n) mag_f16_to_f32_n((d), (s), (n))
+#define MAG_LD_N_BFLOAT16(d, s, n) mag_bf16_to_f32_n((d), (s), (n))
+#define MAG_ST_N_FLOAT32(d, s, n) memcpy((d), (s), (size_t)(n) * sizeof(float))
+#define MAG_ST_N_FLOAT64(d, s, n) memcpy((d), (s), (size_t)(n) * sizeof(double))
+#define MAG_ST_N_FLOAT16(d, s, n) mag_f32_to_f16_n((d), (s), (n))
+#define MAG_ST_N_BFLOAT16(d, s, n) mag_f32_to_bf16_n((d), (s), (n))
 
 /* load: storage -> compute */
 #define MAG_LD_FLOAT32(v) (v)

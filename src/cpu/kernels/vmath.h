@@ -21,13 +21,24 @@
 #define MAG_VM_LN2_LO 1.42860682030941723212e-6f
 #define MAG_VM_SHIFT 0x1.8p23f /* x + SHIFT rounds x to an integer held in the low mantissa bits */
 
+/* a * b + c, fused (one rounding) where the ISA has FMA: the variants may differ in the last bit */
+MAG_INLINE float mag_vm_fma(float a, float b, float c) {
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+    return fmaf(a, b, c);
+#else
+    return a * b + c;
+#endif
+}
+#define MAG_VM_FMA mag_vm_fma
+
 MAG_INLINE float mag_vm_min(float x, float hi) { return x > hi ? hi : x; } /* NaN stays NaN */
-MAG_INLINE float mag_vm_max(float x, float lo) { return x < lo ? lo : x; }
 
 /* expm1(r) for |r| <= ln2 / 2 */
 MAG_INLINE float mag_vm_expm1_poly(float r) {
-    float q = 0.49999997f + r * (0.166665435f + r * (0.0416672006f + r * (0.00836651586f + r * 0.00138825225f)));
-    return r + r * r * q;
+    float q = MAG_VM_FMA(r, MAG_VM_FMA(r, MAG_VM_FMA(r, MAG_VM_FMA(r, 0.00138825225f, 0.00836651586f), 0.0416672006f),
+                                       0.166665435f),
+                         0.49999997f);
+    return MAG_VM_FMA(r * r, q, r);
 }
 
 /* y * 2^n with n in [-151, 129] given as n + SHIFT's bits (t): two steps, so that neither
@@ -38,29 +49,40 @@ MAG_INLINE float mag_vm_scale(float y, float t) {
     return y * mag_bitsf((h - 1u) << 23) * mag_bitsf((n - h - 1u) << 23);
 }
 
-/* exp(hi + lo) where lo is a small correction to hi (lo = 0: plain exp) */
-MAG_INLINE float mag_exp_hl_f32(float hi, float lo) {
-    hi = mag_vm_max(mag_vm_min(hi, 89.0f), -104.0f); /* beyond: inf and 0 (through the scaling) */
-    float t = (hi + lo) * MAG_VM_LOG2E + MAG_VM_SHIFT, n = t - MAG_VM_SHIFT;
-    float r = (hi - n * MAG_VM_LN2_HI) - n * MAG_VM_LN2_LO + lo;
-    return mag_vm_scale(1.0f + mag_vm_expm1_poly(r), t);
+/* r = x - n ln2 in two steps (Cody and Waite), exact in the first */
+MAG_INLINE float mag_vm_reduce(float x, float n) {
+    return MAG_VM_FMA(n, -MAG_VM_LN2_LO, MAG_VM_FMA(n, -MAG_VM_LN2_HI, x));
 }
-MAG_INLINE float mag_exp_f32(float x) { return mag_exp_hl_f32(x, 0.0f); }
+
+/*
+ * exp(hi + lo) where lo is a small correction to hi (lo = -0.0, which adds nothing: plain exp).
+ * Up to 88.8 and down to -104 the scaling itself over- and underflows to inf and 0; beyond,
+ * where the reduction would be wrong, selects give them (NaN falls through both).
+ */
+MAG_INLINE float mag_exp_hl_f32(float hi, float lo) {
+    float t = MAG_VM_FMA(hi + lo, MAG_VM_LOG2E, MAG_VM_SHIFT), n = t - MAG_VM_SHIFT;
+    float y = mag_vm_scale(1.0f + mag_vm_expm1_poly(mag_vm_reduce(hi, n) + lo), t);
+    y = hi > 88.8f ? INFINITY : y;
+    return hi < -104.0f ? 0.0f : y;
+}
+MAG_INLINE float mag_exp_f32(float x) { return mag_exp_hl_f32(x, -0.0f); }
 
 MAG_INLINE float mag_exp2_f32(float x) {
-    x = mag_vm_max(mag_vm_min(x, 129.0f), -151.0f);
     float t = x + MAG_VM_SHIFT, n = t - MAG_VM_SHIFT;
-    return mag_vm_scale(1.0f + mag_vm_expm1_poly((x - n) * 0.693147180559945309f), t);
+    float y = mag_vm_scale(1.0f + mag_vm_expm1_poly((x - n) * 0.693147180559945309f), t);
+    y = x > 129.0f ? INFINITY : y;
+    return x < -151.0f ? 0.0f : y;
 }
 
 /* 2^n (s - 1) + (2^n - 1) has no cancellation for small n; from 2^25 on, exp(x) - 1 rounds fine */
 MAG_INLINE float mag_expm1_f32(float x) {
-    float xc = mag_vm_max(mag_vm_min(x, 89.0f), -30.0f); /* expm1(-30) is -1 in float */
-    float t = xc * MAG_VM_LOG2E + MAG_VM_SHIFT, n = t - MAG_VM_SHIFT;
-    float p = mag_vm_expm1_poly((xc - n * MAG_VM_LN2_HI) - n * MAG_VM_LN2_LO);
+    float t = MAG_VM_FMA(x, MAG_VM_LOG2E, MAG_VM_SHIFT), n = t - MAG_VM_SHIFT;
+    float p = mag_vm_expm1_poly(mag_vm_reduce(x, n));
     float s = mag_bitsf((mag_fbits(t) - mag_fbits(MAG_VM_SHIFT) + 127u) << 23); /* 2^n, used for n <= 24 */
-    float y = n > 24.0f ? mag_vm_scale(1.0f + p, t) - 1.0f : s * p + (s - 1.0f);
-    return x == 0.0f ? x : y; /* keeps -0.0 */
+    float y = n > 24.0f ? mag_vm_scale(1.0f + p, t) - 1.0f : MAG_VM_FMA(s, p, s - 1.0f);
+    y = x > 88.8f ? INFINITY : y;
+    y = x < -30.0f ? -1.0f : y; /* expm1(-30) is -1 in float */
+    return x == 0.0f ? x : y;   /* keeps -0.0 */
 }
 
 /*
@@ -74,8 +96,8 @@ MAG_INLINE float mag_vm_log_parts(float x, float *e) {
     *e = (float)(int32_t)(ix >> 23) - (sub ? 150.0f : 127.0f);
     float f = mag_bitsf((ix & 0x7fffffu) + 0x3f3504f3u) - 1.0f;
     float s = f / (2.0f + f), z = s * s;
-    float r = z * (0.666667759f + z * (0.399775684f + z * 0.298710734f));
-    return f - s * (f - r);
+    float r = z * MAG_VM_FMA(z, MAG_VM_FMA(z, 0.298710734f, 0.399775684f), 0.666667759f);
+    return MAG_VM_FMA(-s, f - r, f);
 }
 /* C's special values of log: x < 0 -> NaN, +-0 -> -inf, +inf and NaN -> themselves */
 MAG_INLINE float mag_vm_log_special(float x, float y) {
@@ -85,22 +107,23 @@ MAG_INLINE float mag_vm_log_special(float x, float y) {
 }
 MAG_INLINE float mag_log_f32(float x) {
     float e, l = mag_vm_log_parts(x, &e);
-    return mag_vm_log_special(x, e * MAG_VM_LN2_HI + (l + e * MAG_VM_LN2_LO));
+    return mag_vm_log_special(x, MAG_VM_FMA(e, MAG_VM_LN2_HI, MAG_VM_FMA(e, MAG_VM_LN2_LO, l)));
 }
 MAG_INLINE float mag_log2_f32(float x) {
     float e, l = mag_vm_log_parts(x, &e);
-    return mag_vm_log_special(x, e + l * 1.44269504088896341f);
+    return mag_vm_log_special(x, MAG_VM_FMA(l, 1.44269504088896341f, e));
 }
 MAG_INLINE float mag_log10_f32(float x) {
     float e, l = mag_vm_log_parts(x, &e);
     /* log10(2) = 0.30102539 (11 bits, e * it exact) + 4.6050389e-6 */
-    return mag_vm_log_special(x, e * 0.30102539062f + (l * 0.434294481903251828f + e * 4.60503898119521373e-6f));
+    return mag_vm_log_special(
+        x, MAG_VM_FMA(e, 0.30102539062f, MAG_VM_FMA(l, 0.434294481903251828f, e * 4.60503898119521373e-6f)));
 }
 /* log(u) + (x - (u - 1)) / u with u = 1 + x rounded: the quotient restores what the rounding lost */
 MAG_INLINE float mag_log1p_f32(float x) {
     float u = 1.0f + x, e, l = mag_vm_log_parts(u, &e);
     float c = (x - (u - 1.0f)) / u;
-    float y = mag_vm_log_special(u, e * MAG_VM_LN2_HI + (l + (e * MAG_VM_LN2_LO + c)));
+    float y = mag_vm_log_special(u, MAG_VM_FMA(e, MAG_VM_LN2_HI, l + MAG_VM_FMA(e, MAG_VM_LN2_LO, c)));
     return x == 0.0f ? x : y;
 }
 
@@ -113,8 +136,8 @@ MAG_INLINE float mag_tanh_f32(float x) {
 /* erf(x) = x P(x^2) for |x| < 0.875 */
 MAG_INLINE float mag_vm_erf_small(float x) {
     float z = x * x;
-    return x * (1.12837911f +
-                z * (-0.376125515f + z * (0.112824552f + z * (-0.0267914627f + z * (0.00503218127f + z * -0.000620325445f)))));
+    float p = MAG_VM_FMA(z, MAG_VM_FMA(z, -0.000620325445f, 0.00503218127f), -0.0267914627f);
+    return x * MAG_VM_FMA(z, MAG_VM_FMA(z, MAG_VM_FMA(z, p, 0.112824552f), -0.376125515f), 1.12837911f);
 }
 /*
  * erfc(z) for z >= 0.5: t exp(-z^2 + P(t)), t = 2 / (2 + z). The caller passes -z^2 as an exact
@@ -123,13 +146,9 @@ MAG_INLINE float mag_vm_erf_small(float x) {
  */
 MAG_INLINE float mag_vm_erfc_big(float z, float sq_hi, float sq_lo) {
     float t = 2.0f / (2.0f + mag_vm_min(z, 10.5f)), u = t - 0.48291874f;
-    float p = -0.694716156f +
-              u * (1.3384918f +
-                   u * (0.208307549f +
-                        u * (-0.363552302f +
-                             u * (-0.181529f +
-                                  u * (0.26860404f +
-                                       u * (0.147838071f + u * (-0.281749904f + u * (-0.0908452943f + u * 0.256200075f))))))));
+    float p = MAG_VM_FMA(u, MAG_VM_FMA(u, MAG_VM_FMA(u, 0.256200075f, -0.0908452943f), -0.281749904f), 0.147838071f);
+    p = MAG_VM_FMA(u, MAG_VM_FMA(u, MAG_VM_FMA(u, p, 0.26860404f), -0.181529f), -0.363552302f);
+    p = MAG_VM_FMA(u, MAG_VM_FMA(u, MAG_VM_FMA(u, p, 0.208307549f), 1.3384918f), -0.694716156f);
     return t * mag_exp_hl_f32(sq_hi, sq_lo + p);
 }
 /* -x^2 = *lo + the returned high part, which is exact: x's top 12 bits squared */
