@@ -55,11 +55,11 @@ MAG_ALL_DTYPES(MAG_EW_LOAD_FN)
 #define MAG_EW_PATH(ID) MAG_EW_SECOND(MAG_EW_PATH_##ID, PLAIN, ~)
 #define MAG_EW_CAT_(a, b) a##b
 #define MAG_EW_CAT(a, b) MAG_EW_CAT_(a, b)
-#define MAG_EW_CHUNK 256
+#define MAG_EW_CHUNK 512
 
-/* chunk buffers of results: float for SAME (then converted), the booleans themselves for BOOL */
-#define MAG_EW_BUF_SAME float
-#define MAG_EW_BUF_BOOL uint8_t
+/* chunk results: SAME overwrites the float32 operand buffer `in` (then converted), BOOL has its own */
+#define MAG_EW_RES_SAME(name, in) float *name = (in)
+#define MAG_EW_RES_BOOL(name, in) uint8_t name[MAG_EW_CHUNK]
 #define MAG_EW_BUFST_SAME(v) ((float)(v))
 #define MAG_EW_BUFST_BOOL(v) MAG_ST_BOOLEAN(v)
 #define MAG_EW_PUT_SAME(ID, o, b, m) MAG_ST_N_##ID(o, b, m)
@@ -74,7 +74,7 @@ MAG_ALL_DTYPES(MAG_EW_LOAD_FN)
     for (int64_t i0 = 0; i0 < n; i0 += MAG_EW_CHUNK) {                                                                 \
         int64_t m = n - i0 < MAG_EW_CHUNK ? n - i0 : MAG_EW_CHUNK;                                                     \
         float xb[MAG_EW_CHUNK];                                                                                        \
-        MAG_EW_BUF_##MODE rb[MAG_EW_CHUNK];                                                                            \
+        MAG_EW_RES_##MODE(rb, xb);                                                                                     \
         xb[0] = 0; /* for -Wmaybe-uninitialized, which cannot see that the conversion fills xb[0, m) */                \
         MAG_LD_N_##ID(xb, xs + i0, m);                                                                                 \
         for (int64_t i = 0; i < m; ++i) {                                                                              \
@@ -94,7 +94,7 @@ MAG_ALL_DTYPES(MAG_EW_LOAD_FN)
     for (int64_t i0 = 0; i0 < n; i0 += MAG_EW_CHUNK) {                                                                 \
         int64_t m = n - i0 < MAG_EW_CHUNK ? n - i0 : MAG_EW_CHUNK;                                                     \
         float xb[MAG_EW_CHUNK], yb[MAG_EW_CHUNK];                                                                      \
-        MAG_EW_BUF_##MODE rb[MAG_EW_CHUNK];                                                                            \
+        MAG_EW_RES_##MODE(rb, (XS) ? xb : yb);                                                                         \
         xb[0] = yb[0] = 0; /* see MAG_EW_UNARY_LOOP_HALF */                                                            \
         MAG_LD_N_##ID(xb, xs + (XS) * i0, (XS) ? m : 1);                                                               \
         MAG_LD_N_##ID(yb, ys + (YS) * i0, (YS) ? m : 1);                                                               \

@@ -7,14 +7,14 @@
  * vmath.h's): a float32/float64 lane with unit stride is used in place, any other lane is
  * converted into a buffer, whole when it fits, else in chunks with exp computed again in the
  * last pass. Neighbouring lanes that are adjacent in memory (softmax over a strided dim) are
- * done SOFTMAX_COLS at a time, side by side, so that memory is read in order and the inner
- * loops run across the lanes.
+ * done SOFTMAX_COLS at a time, side by side: each pass then streams through memory in order
+ * (one page per lane element would cost a TLB miss each) and the inner loops run across lanes.
  */
 #include "lanes.h"
 
 #define SOFTMAX_ACC 16   /* partial maxima and sums kept apart, so that the reductions vectorise */
 #define SOFTMAX_BUF 4096 /* compute-type elements of a lane converted at once */
-#define SOFTMAX_COLS 64 /* lanes side by side: 256 bytes of float32 per row and pass */
+#define SOFTMAX_COLS 1024 /* lanes side by side: each pass reads rows of 4 KiB (float32) in order */
 
 /* Passes over n contiguous compute-type values, for float and double. */
 #define SOFTMAX_PASSES(CT, S)                                                                                          \
@@ -110,34 +110,37 @@ SOFTMAX_PASSES(double, f64)
     }                                                                                                                  \
     /* w <= SOFTMAX_COLS lanes whose starts are sizeof(ST) apart, row by row */                                        \
     static void sm_cols_##ID(uint8_t *o, const uint8_t *x, int64_t w, mag_lane_t lo, mag_lane_t li, bool log_form) {   \
-        CT m[SOFTMAX_COLS], sum[SOFTMAX_COLS], c[SOFTMAX_COLS], buf[SOFTMAX_COLS];                                     \
+        CT m[SOFTMAX_COLS], c[SOFTMAX_COLS], buf[SOFTMAX_COLS];                                                        \
         const int64_t es = (int64_t)sizeof(ST);                                                                        \
         /* float32/float64 softmax keeps exp(x - m) in out for the last pass: one exp per element */                   \
         bool keep = !log_form && sizeof(ST) == sizeof(CT);                                                             \
-        for (int64_t j = 0; j < w; ++j) m[j] = -INFINITY, sum[j] = 0;                                                  \
+        for (int64_t j = 0; j < w; ++j) m[j] = -INFINITY, c[j] = 0;                                                    \
         for (int64_t i = 0; i < li.len; ++i) {                                                                         \
             const CT *v = sm_load_##ID(buf, x + i * li.stride, es, w);                                                 \
             for (int64_t j = 0; j < w; ++j) m[j] = v[j] > m[j] ? v[j] : m[j];                                          \
         }                                                                                                              \
-        for (int64_t i = 0; i < li.len; ++i) {                                                                         \
+        for (int64_t i = 0; i < li.len; ++i) { /* c: the sums */                                                       \
             const CT *v = sm_load_##ID(buf, x + i * li.stride, es, w);                                                 \
-            CT *e = (CT *)(void *)(o + i * lo.stride);                                                                 \
+            CT *e = keep ? (CT *)(void *)(o + i * lo.stride) : buf;                                                    \
             for (int64_t j = 0; j < w; ++j) {                                                                          \
-                CT t = MAG_FLT(mag_exp, (CT)0)(v[j] - m[j]);                                                           \
-                sum[j] += t;                                                                                           \
-                if (keep) e[j] = t;                                                                                    \
+                e[j] = MAG_FLT(mag_exp, (CT)0)(v[j] - m[j]);                                                           \
+                c[j] += e[j];                                                                                          \
             }                                                                                                          \
         }                                                                                                              \
-        for (int64_t j = 0; j < w; ++j) c[j] = log_form ? log(sum[j]) : 1 / sum[j];                                    \
+        for (int64_t j = 0; j < w; ++j) c[j] = log_form ? log(c[j]) : 1 / c[j];                                        \
         for (int64_t i = 0; i < li.len; ++i) {                                                                         \
             uint8_t *out = o + i * lo.stride;                                                                          \
-            const CT *v = keep ? (const CT *)(const void *)out : sm_load_##ID(buf, x + i * li.stride, es, w);          \
-            CT r[SOFTMAX_COLS];                                                                                        \
+            if (keep) {                                                                                                \
+                CT *e = (CT *)(void *)out;                                                                             \
+                for (int64_t j = 0; j < w; ++j) e[j] *= c[j];                                                          \
+                continue;                                                                                              \
+            }                                                                                                          \
+            const CT *v = sm_load_##ID(buf, x + i * li.stride, es, w);                                                 \
             for (int64_t j = 0; j < w; ++j) {                                                                          \
                 CT d = v[j] - m[j];                                                                                    \
-                r[j] = log_form ? d - c[j] : (keep ? v[j] : MAG_FLT(mag_exp, (CT)0)(d)) * c[j];                        \
+                buf[j] = log_form ? d - c[j] : MAG_FLT(mag_exp, (CT)0)(d) * c[j];                                      \
             }                                                                                                          \
-            sm_store_##ID(out, es, r, w);                                                                              \
+            sm_store_##ID(out, es, buf, w);                                                                            \
         }                                                                                                              \
     }                                                                                                                  \
     static void row_softmax_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {         \

@@ -22,8 +22,13 @@
 #define MAG_VM_SHIFT 0x1.8p23f /* x + SHIFT rounds x to an integer held in the low mantissa bits */
 
 /* a * b + c, fused (one rounding) where the ISA has FMA: the variants may differ in the last bit */
-MAG_INLINE float mag_vm_fma(float a, float b, float c) {
 #if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define MAG_VM_HAS_FMA 1
+#else
+#define MAG_VM_HAS_FMA 0
+#endif
+MAG_INLINE float mag_vm_fma(float a, float b, float c) {
+#if MAG_VM_HAS_FMA
     return fmaf(a, b, c);
 #else
     return a * b + c;
@@ -55,13 +60,16 @@ MAG_INLINE float mag_vm_reduce(float x, float n) {
 }
 
 /*
- * exp(hi + lo) where lo is a small correction to hi (lo = -0.0, which adds nothing: plain exp).
- * Up to 88.8 and down to -104 the scaling itself over- and underflows to inf and 0; beyond,
- * where the reduction would be wrong, selects give them (NaN falls through both).
+ * exp(hi + lo) where lo is a small correction to hi (lo = -0.0, which adds nothing: plain exp),
+ * for hi + lo in [-150 ln 2, 88.8]: there the scaling itself over- and underflows to inf and 0.
  */
-MAG_INLINE float mag_exp_hl_f32(float hi, float lo) {
+MAG_INLINE float mag_vm_exp_in_range(float hi, float lo) {
     float t = MAG_VM_FMA(hi + lo, MAG_VM_LOG2E, MAG_VM_SHIFT), n = t - MAG_VM_SHIFT;
-    float y = mag_vm_scale(1.0f + mag_vm_expm1_poly(mag_vm_reduce(hi, n) + lo), t);
+    return mag_vm_scale(1.0f + mag_vm_expm1_poly(mag_vm_reduce(hi, n) + lo), t);
+}
+/* beyond that range, where the reduction would be wrong, selects give inf and 0 (NaN falls through) */
+MAG_INLINE float mag_exp_hl_f32(float hi, float lo) {
+    float y = mag_vm_exp_in_range(hi, lo);
     y = hi > 88.8f ? INFINITY : y;
     return hi < -104.0f ? 0.0f : y;
 }
@@ -149,13 +157,20 @@ MAG_INLINE float mag_vm_erfc_big(float z, float sq_hi, float sq_lo) {
     float p = MAG_VM_FMA(u, MAG_VM_FMA(u, MAG_VM_FMA(u, 0.256200075f, -0.0908452943f), -0.281749904f), 0.147838071f);
     p = MAG_VM_FMA(u, MAG_VM_FMA(u, MAG_VM_FMA(u, p, 0.26860404f), -0.181529f), -0.363552302f);
     p = MAG_VM_FMA(u, MAG_VM_FMA(u, MAG_VM_FMA(u, p, 0.208307549f), 1.3384918f), -0.694716156f);
-    return t * mag_exp_hl_f32(sq_hi, sq_lo + p);
+    return t * mag_vm_exp_in_range(sq_hi, sq_lo + p); /* sq_hi >= -10.5^2 */
 }
-/* -x^2 = *lo + the returned high part, which is exact: x's top 12 bits squared */
+/* -x^2 = the returned high part + *lo exactly (FMA gives the product's rounding error; without
+ * it, the high part is x's top 12 bits squared) */
 MAG_INLINE float mag_vm_neg_sq(float x, float *lo) {
+#if MAG_VM_HAS_FMA
+    float hi = -(x * x);
+    *lo = -MAG_VM_FMA(x, x, hi);
+    return hi;
+#else
     float xh = mag_bitsf(mag_fbits(x) & 0xfffff000u);
     *lo = -((x - xh) * (x + xh));
     return -(xh * xh);
+#endif
 }
 MAG_INLINE float mag_erf_f32(float x) {
     float ax = fabsf(x), lo, hi = mag_vm_neg_sq(mag_vm_min(ax, 10.5f), &lo);
