@@ -219,9 +219,44 @@ RED_SUM_STATE(float)
 RED_SUM_STATE(double)
 
 /*
- * A: accumulator type; expr: the summand, of x (as A) and c (the output's center); vexpr: what a
- * dense row sums in SIMD lanes (x a vector, c a scalar); pre: 1 when expr has no vector form, so
- * dense blocks are mapped through expr first and vexpr just adds.
+ * k tile rows (LID values at rows[r]) added into the tile's block sums: SIMD across the columns,
+ * the k rows summed first so the running sums are loaded and stored once per k rows.
+ */
+#define RED_SUM_TILE(A, LID, rows, k, st, expr, vexpr, pre) RED_SUM_TILE_(A, LID, rows, k, st, expr, vexpr, pre)
+#define RED_SUM_TILE_(A, LID, rows, k, st, expr, vexpr, pre)                                                           \
+    do {                                                                                                               \
+        typedef A vec_t __attribute__((vector_size(MAG_VBYTES)));                                                      \
+        enum { L = MAG_VBYTES / sizeof(A) };                                                                           \
+        int64_t j = 0;                                                                                                 \
+        for (; !(pre) && j + L <= (st)->ncols; j += L) {                                                               \
+            vec_t x, c, acc, t;                                                                                        \
+            MAG_VLOAD(c, (st)->c + j);                                                                                 \
+            MAG_VLOAD_##LID(x, rows[0] + j);                                                                           \
+            t = (vexpr);                                                                                               \
+            for (int64_t r = 1; r < (k); ++r) {                                                                        \
+                MAG_VLOAD_##LID(x, rows[r] + j);                                                                       \
+                t += (vexpr);                                                                                          \
+            }                                                                                                          \
+            MAG_VLOAD(acc, (st)->blk + j);                                                                             \
+            acc += t;                                                                                                  \
+            MAG_VSTORE((st)->blk + j, acc);                                                                            \
+        }                                                                                                              \
+        for (; j < (st)->ncols; ++j)                                                                                   \
+            for (int64_t r = 0; r < (k); ++r) {                                                                        \
+                A x = MAG_LD_##LID(rows[r][j]), c = (st)->c[j];                                                        \
+                (void)c;                                                                                               \
+                (st)->blk[j] += (expr);                                                                                \
+            }                                                                                                          \
+    } while (0)
+
+/* the dtype of a buffer of accumulators */
+#define RED_AID_float FLOAT32
+#define RED_AID_double FLOAT64
+
+/*
+ * A: accumulator type; expr: the summand, of x (as A) and c (the output's center); vexpr: the
+ * same in SIMD lanes (x a vector, c a scalar or a vector); pre: 1 when expr has no vector form,
+ * so dense blocks are mapped through expr into a buffer first (vexpr just adds) and tiles loop.
  */
 #define RED_SUM_KERNEL(name, ID, ST, A, expr, vexpr, pre) RED_SUM_KERNEL_(name, ID, ST, A, expr, vexpr, pre)
 #define RED_SUM_KERNEL_(name, ID, ST, A, expr, vexpr, pre)                                                             \
@@ -235,16 +270,17 @@ RED_SUM_STATE(double)
             while (n > 0) {                                                                                            \
                 int64_t m = RED_BLOCK - st->blk_n;                                                                     \
                 m = m < n ? m : n;                                                                                     \
-                const A *v = mag_block_view_##ID(xp, m, buf);                                                          \
+                const ST *v = (const ST *)(const void *)xp;                                                            \
+                A t;                                                                                                   \
                 if (pre) {                                                                                             \
                     for (int64_t k = 0; k < m; ++k) {                                                                  \
-                        A x = v[k];                                                                                    \
+                        A x = MAG_LD_##ID(v[k]);                                                                       \
                         buf[k] = (expr);                                                                               \
                     }                                                                                                  \
-                    v = buf;                                                                                           \
+                    MAG_VSUM(A, RED_AID_##A, buf, m, x, t);                                                            \
+                } else {                                                                                               \
+                    MAG_VSUM(A, ID, v, m, vexpr, t);                                                                   \
                 }                                                                                                      \
-                A t;                                                                                                   \
-                MAG_VSUM(A, v, m, vexpr, t);                                                                           \
                 st->blk[0] += t;                                                                                       \
                 st->blk_n += m;                                                                                        \
                 xp += m * s[0];                                                                                        \
@@ -253,34 +289,20 @@ RED_SUM_STATE(double)
             }                                                                                                          \
             return;                                                                                                    \
         }                                                                                                              \
-        typedef A vec_t __attribute__((vector_size(MAG_VBYTES)));                                                      \
-        enum { L = MAG_VBYTES / sizeof(A) };                                                                           \
-        for (int64_t i = 0, k; i < n; i += k, xp += k * s[0]) { /* up to RED_TILE_ROWS rows, SIMD across columns */   \
-            const A *v[RED_TILE_ROWS];                                                                                 \
+        for (int64_t i = 0, k; i < n; i += k, xp += k * s[0]) { /* up to RED_TILE_ROWS rows of the tile */            \
             k = RED_TILE_BLOCK - st->blk_n;                                                                            \
             k = k < RED_TILE_ROWS ? k : RED_TILE_ROWS;                                                                 \
             k = k < n - i ? k : n - i;                                                                                 \
-            for (int64_t r = 0; r < k; ++r) v[r] = red_tile_vals_##ID(xp + r * s[0], st->xs, st->ncols, buf + r * RED_COLS); \
-            int64_t j = 0;                                                                                             \
-            for (; !(pre) && j + L <= st->ncols; j += L) {                                                             \
-                vec_t x, c, acc, t;                                                                                    \
-                MAG_VLOAD(c, st->c + j);                                                                               \
-                MAG_VLOAD(x, v[0] + j);                                                                                \
-                t = (vexpr);                                                                                           \
-                for (int64_t r = 1; r < k; ++r) {                                                                      \
-                    MAG_VLOAD(x, v[r] + j);                                                                            \
-                    t += (vexpr);                                                                                      \
-                }                                                                                                      \
-                MAG_VLOAD(acc, st->blk + j);                                                                           \
-                acc += t;                                                                                              \
-                MAG_VSTORE(st->blk + j, acc);                                                                          \
+            if (st->xs == (int64_t)sizeof(ST)) { /* rows read in place */                                              \
+                const ST *rows[RED_TILE_ROWS];                                                                         \
+                for (int64_t r = 0; r < k; ++r) rows[r] = (const ST *)(const void *)(xp + r * s[0]);                   \
+                RED_SUM_TILE(A, ID, rows, k, st, expr, vexpr, pre);                                                    \
+            } else { /* rows gathered */                                                                               \
+                const A *rows[RED_TILE_ROWS];                                                                          \
+                for (int64_t r = 0; r < k; ++r)                                                                        \
+                    rows[r] = red_tile_vals_##ID(xp + r * s[0], st->xs, st->ncols, buf + r * RED_COLS);                \
+                RED_SUM_TILE(A, RED_AID_##A, rows, k, st, expr, vexpr, pre);                                           \
             }                                                                                                          \
-            for (; j < st->ncols; ++j)                                                                                 \
-                for (int64_t r = 0; r < k; ++r) {                                                                      \
-                    A x = v[r][j], c = st->c[j];                                                                       \
-                    (void)c;                                                                                           \
-                    st->blk[j] += (expr);                                                                              \
-                }                                                                                                      \
             if ((st->blk_n += k) == RED_TILE_BLOCK) red_sum_##A##_carry(st);                                           \
         }                                                                                                              \
     }                                                                                                                  \
@@ -365,35 +387,44 @@ MAG_BOOL_DTYPES(RED_IPROD)
 RED_LIMITS(RED_START_FNS)
 
 /*
- * SIMD extremes of a dense run, per compute type CT with I the signed integer of its width (the
- * lane masks). The value form keeps a NaN once a lane has seen one: x replaces the lane's best
- * when it is greater or NaN, and nothing is greater than NaN.
+ * SIMD extremes, read straight from storage: X(ID, storage, compute type, I) where I is the signed
+ * integer of the compute type's width (the lane masks). The value form keeps a NaN once a lane
+ * has seen one: x replaces the lane's best when it is greater or NaN, nothing is greater than NaN.
  */
-#define RED_VEXT_FNS(CT, I, dir)                                                                                       \
-    static CT red_vext_##dir##_##CT(const CT *v, int64_t m, CT best) {                                                 \
+#define RED_SIMD_DTYPES(X)                                                                                             \
+    X(FLOAT32, float, float, int32_t) X(FLOAT16, uint16_t, float, int32_t) X(BFLOAT16, uint16_t, float, int32_t)       \
+    X(FLOAT64, double, double, int64_t) X(INT8, int8_t, int8_t, int8_t) X(UINT8, uint8_t, uint8_t, int8_t)             \
+    X(INT16, int16_t, int16_t, int16_t) X(UINT16, uint16_t, uint16_t, int16_t) X(INT32, int32_t, int32_t, int32_t)     \
+    X(UINT32, uint32_t, uint32_t, int32_t) X(INT64, int64_t, int64_t, int64_t) X(UINT64, uint64_t, uint64_t, int64_t)
+#define RED_VSEL(x, b, w) (__typeof__(b))(((__typeof__(w))(x) & (w)) | ((__typeof__(w))(b) & ~(w)))
+
+/* The extreme of best and the m values at src. */
+#define RED_VEXT_FNS(ID, ST, CT, I, dir)                                                                               \
+    static CT red_vext_##dir##_##ID(const ST *src, int64_t m, CT best) {                                               \
         typedef CT vec_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
         typedef I mask_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
         enum { L = MAG_VBYTES / sizeof(CT) };                                                                          \
-        vec_t b0 = (vec_t){0} + best, b1 = b0;                                                                         \
+        vec_t b0 = (vec_t){0} + best, b1 = b0, x0, x1;                                                                 \
         int64_t i = 0;                                                                                                 \
         for (; i + 2 * L <= m; i += 2 * L) {                                                                           \
-            vec_t x0, x1;                                                                                              \
-            MAG_VLOAD(x0, v + i);                                                                                      \
-            MAG_VLOAD(x1, v + i + L);                                                                                  \
+            MAG_VLOAD_##ID(x0, src + i);                                                                               \
+            MAG_VLOAD_##ID(x1, src + i + L);                                                                           \
             mask_t w0 = RED_GT_##dir(x0, b0) | (x0 != x0), w1 = RED_GT_##dir(x1, b1) | (x1 != x1);                     \
-            b0 = (vec_t)(((mask_t)x0 & w0) | ((mask_t)b0 & ~w0));                                                     \
-            b1 = (vec_t)(((mask_t)x1 & w1) | ((mask_t)b1 & ~w1));                                                      \
+            b0 = RED_VSEL(x0, b0, w0);                                                                                 \
+            b1 = RED_VSEL(x1, b1, w1);                                                                                 \
         }                                                                                                              \
         CT l[2 * L];                                                                                                   \
         MAG_VSTORE(l, b0);                                                                                             \
         MAG_VSTORE(l + L, b1);                                                                                         \
         for (int k = 0; k < 2 * L; ++k) best = RED_BEATS_##dir(l[k], best) ? l[k] : best;                              \
-        for (; i < m; ++i) best = RED_BEATS_##dir(v[i], best) ? v[i] : best;                                           \
+        for (; i < m; ++i) {                                                                                           \
+            CT x = MAG_LD_##ID(src[i]);                                                                                \
+            best = RED_BEATS_##dir(x, best) ? x : best;                                                                \
+        }                                                                                                              \
         return best;                                                                                                   \
-    }
-/* k tile rows of n values each folded into the n running extremes (value form, as above). */
-#define RED_VTILE_FNS(CT, I, dir)                                                                                      \
-    static void red_vtile_##dir##_##CT(const CT *const *v, int64_t k, CT *best, int64_t n) {                           \
+    }                                                                                                                  \
+    /* k tile rows of n values each folded into the n running extremes */                                             \
+    static void red_vtile_##dir##_##ID(const ST *const *rows, int64_t k, CT *best, int64_t n) {                        \
         typedef CT vec_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
         typedef I mask_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
         enum { L = MAG_VBYTES / sizeof(CT) };                                                                          \
@@ -402,35 +433,29 @@ RED_LIMITS(RED_START_FNS)
             vec_t x, b;                                                                                                \
             MAG_VLOAD(b, best + j);                                                                                    \
             for (int64_t r = 0; r < k; ++r) {                                                                          \
-                MAG_VLOAD(x, v[r] + j);                                                                                \
+                MAG_VLOAD_##ID(x, rows[r] + j);                                                                        \
                 mask_t w = RED_GT_##dir(x, b) | (x != x);                                                              \
-                b = (vec_t)(((mask_t)x & w) | ((mask_t)b & ~w));                                                       \
+                b = RED_VSEL(x, b, w);                                                                                 \
             }                                                                                                          \
             MAG_VSTORE(best + j, b);                                                                                   \
         }                                                                                                              \
         for (; j < n; ++j)                                                                                             \
-            for (int64_t r = 0; r < k; ++r) best[j] = RED_BEATS_##dir(v[r][j], best[j]) ? v[r][j] : best[j];           \
+            for (int64_t r = 0; r < k; ++r) {                                                                          \
+                CT x = MAG_LD_##ID(rows[r][j]);                                                                        \
+                best[j] = RED_BEATS_##dir(x, best[j]) ? x : best[j];                                                   \
+            }                                                                                                          \
     }
-#define RED_VEXT_BOTH(CT, I)                                                                                           \
-    RED_VEXT_FNS(CT, I, MAX) RED_VEXT_FNS(CT, I, MIN) RED_VTILE_FNS(CT, I, MAX) RED_VTILE_FNS(CT, I, MIN)
-RED_VEXT_BOTH(float, int32_t)
-RED_VEXT_BOTH(double, int64_t)
-RED_VEXT_BOTH(int8_t, int8_t)
-RED_VEXT_BOTH(uint8_t, int8_t)
-RED_VEXT_BOTH(int16_t, int16_t)
-RED_VEXT_BOTH(uint16_t, int16_t)
-RED_VEXT_BOTH(int32_t, int32_t)
-RED_VEXT_BOTH(uint32_t, int32_t)
-RED_VEXT_BOTH(int64_t, int64_t)
-RED_VEXT_BOTH(uint64_t, int64_t)
+#define RED_VEXT_BOTH(ID, ST, CT, I) RED_VEXT_FNS(ID, ST, CT, I, MAX) RED_VEXT_FNS(ID, ST, CT, I, MIN)
+RED_SIMD_DTYPES(RED_VEXT_BOTH)
 
 /*
  * The arg form folds m dense values (the first at flat position pos) into the running winner
- * (*best, *pos_best): each lane keeps its first winner and its index, the lanes then pick the
- * winner with the smallest index, and the running winner yields only to a strictly better one.
+ * (*best, *pos_best): each lane keeps its first winner and its index (relative, so m < 2^31
+ * for 32-bit lanes), the lanes then pick the winner with the smallest index, and the running
+ * winner yields only to a strictly better one.
  */
-#define RED_VARG_FNS(CT, I, dir)                                                                                       \
-    static void red_varg_##dir##_##CT(const CT *v, int64_t m, int64_t pos, CT *best, int64_t *pos_best) {             \
+#define RED_VARG_FNS(ID, ST, CT, I, dir)                                                                               \
+    static void red_varg_##dir##_##ID(const ST *src, int64_t m, int64_t pos, CT *best, int64_t *pos_best) {           \
         typedef CT vec_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
         typedef I mask_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
         enum { L = MAG_VBYTES / sizeof(CT) };                                                                          \
@@ -438,17 +463,16 @@ RED_VEXT_BOTH(uint64_t, int64_t)
         if (m >= L) {                                                                                                  \
             I first[L];                                                                                                \
             for (int k = 0; k < L; ++k) first[k] = (I)k;                                                               \
-            vec_t b;                                                                                                   \
+            vec_t b, x;                                                                                                \
             mask_t bi, cur;                                                                                            \
-            MAG_VLOAD(b, v);                                                                                           \
+            MAG_VLOAD_##ID(b, src);                                                                                    \
             MAG_VLOAD(bi, first);                                                                                      \
             cur = bi;                                                                                                  \
             for (i = L; i + L <= m; i += L) {                                                                          \
-                vec_t x;                                                                                               \
-                MAG_VLOAD(x, v + i);                                                                                   \
+                MAG_VLOAD_##ID(x, src + i);                                                                            \
                 cur += (I)L;                                                                                           \
                 mask_t w = RED_BEATS_##dir(x, b);                                                                      \
-                b = (vec_t)(((mask_t)x & w) | ((mask_t)b & ~w));                                                       \
+                b = RED_VSEL(x, b, w);                                                                                 \
                 bi = (cur & w) | (bi & ~w);                                                                            \
             }                                                                                                          \
             CT lb[L];                                                                                                  \
@@ -461,40 +485,40 @@ RED_VEXT_BOTH(uint64_t, int64_t)
                 if (RED_BEATS_##dir(lb[k], wv) || (!RED_BEATS_##dir(wv, lb[k]) && li[k] < wi)) wv = lb[k], wi = li[k]; \
             if (RED_BEATS_##dir(wv, *best)) *best = wv, *pos_best = pos + wi;                                          \
         }                                                                                                              \
-        for (; i < m; ++i)                                                                                             \
-            if (RED_BEATS_##dir(v[i], *best)) *best = v[i], *pos_best = pos + i;                                       \
+        for (; i < m; ++i) {                                                                                           \
+            CT x = MAG_LD_##ID(src[i]);                                                                                \
+            if (RED_BEATS_##dir(x, *best)) *best = x, *pos_best = pos + i;                                             \
+        }                                                                                                              \
     }
-RED_VARG_FNS(float, int32_t, MAX)
-RED_VARG_FNS(float, int32_t, MIN)
-RED_VARG_FNS(double, int64_t, MAX)
-RED_VARG_FNS(double, int64_t, MIN)
+#define RED_VARG_BOTH(ID, ST, CT) RED_VARG_FNS(ID, ST, CT, RED_LANE_INT_##ID, MAX) RED_VARG_FNS(ID, ST, CT, RED_LANE_INT_##ID, MIN)
+#define RED_LANE_INT_FLOAT32 int32_t
+#define RED_LANE_INT_FLOAT16 int32_t
+#define RED_LANE_INT_BFLOAT16 int32_t
+#define RED_LANE_INT_FLOAT64 int64_t
+MAG_FLOAT_DTYPES(RED_VARG_BOTH)
 
 /*
- * VX: VAL/ARG for the value/arg form where CT has the SIMD helpers, SVAL/SARG where it does not
- * (booleans; integer argmin/argmax), which take no dense path and loop over tile columns.
+ * VX, how a kernel walks: VAL/ARG (the value/arg form of a SIMD dtype) run dense rows through
+ * the SIMD helpers; VAL also tiles whose rows are read in place. SVAL/SARG (booleans; integer
+ * argmin/argmax) and the rest loop over the tile columns.
  */
-#define RED_HAS_VAL 1
-#define RED_HAS_ARG 1
-#define RED_HAS_SVAL 0
-#define RED_HAS_SARG 0
-#define RED_DENSE_VAL(dir, CT, v, m, pos, st) (st)->best[0] = red_vext_##dir##_##CT(v, m, (st)->best[0])
-#define RED_DENSE_ARG(dir, CT, v, m, pos, st) red_varg_##dir##_##CT(v, m, pos, &(st)->best[0], &(st)->best_pos[0])
-#define RED_DENSE_SVAL(dir, CT, v, m, pos, st) (void)(v)
+#define RED_DENSE_VAL(dir, ID, v, m, pos, st) (st)->best[0] = red_vext_##dir##_##ID(v, m, (st)->best[0])
+#define RED_DENSE_ARG(dir, ID, v, m, pos, st) red_varg_##dir##_##ID(v, m, pos, &(st)->best[0], &(st)->best_pos[0])
+#define RED_DENSE_SVAL(dir, ID, v, m, pos, st) (void)(v)
 #define RED_DENSE_SARG RED_DENSE_SVAL
-/* k tile rows, the first being row i of this call: SIMD for the value form, else loops over the columns. */
-#define RED_TILE_VAL(dir, CT, v, k, i, st) red_vtile_##dir##_##CT(v, k, (st)->best, (st)->ncols)
-#define RED_TILE_ARG(dir, CT, v, k, i, st)                                                                             \
-    for (int64_t r = 0; r < (k); ++r)                                                                                  \
-        for (int64_t j = 0; j < (st)->ncols; ++j) {                                                                    \
-            bool win = RED_BEATS_##dir(v[r][j], (st)->best[j]);                                                        \
-            (st)->best[j] = win ? v[r][j] : (st)->best[j];                                                             \
-            (st)->best_pos[j] = win ? (st)->pos + (i) + r : (st)->best_pos[j];                                         \
-        }
-#define RED_TILE_SARG RED_TILE_ARG
-#define RED_TILE_SVAL(dir, CT, v, k, i, st)                                                                            \
-    for (int64_t r = 0; r < (k); ++r)                                                                                  \
-        for (int64_t j = 0; j < (st)->ncols; ++j)                                                                      \
-            (st)->best[j] = RED_BEATS_##dir(v[r][j], (st)->best[j]) ? v[r][j] : (st)->best[j];
+#define RED_VTILE_VAL(dir, ID, rows, k, st) red_vtile_##dir##_##ID(rows, k, (st)->best, (st)->ncols)
+#define RED_VTILE_ARG(dir, ID, rows, k, st) (void)(rows)
+#define RED_VTILE_SVAL RED_VTILE_ARG
+#define RED_VTILE_SARG RED_VTILE_ARG
+#define RED_HAS_DENSE_VAL 1
+#define RED_HAS_DENSE_ARG 1
+#define RED_HAS_DENSE_SVAL 0
+#define RED_HAS_DENSE_SARG 0
+#define RED_HAS_VTILE_VAL 1
+#define RED_HAS_VTILE_ARG 0
+#define RED_HAS_VTILE_SVAL 0
+#define RED_HAS_VTILE_SARG 0
+#define RED_DENSE_SPAN (INT64_C(1) << 24) /* elements per dense SIMD call */
 
 /* keep_pos: argmin/argmax, which report the flat position of the winner (reduced dims in their order) */
 #define RED_EXTREME_KERNEL(name, ID, ST, CT, dir, keep_pos, VX)                                                        \
@@ -507,22 +531,32 @@ RED_VARG_FNS(double, int64_t, MIN)
     static void row_red_##name##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {    \
         red_##name##_##ID##_t *st = (red_##name##_##ID##_t *)(uintptr_t)a;                                             \
         const uint8_t *xp = p[0];                                                                                      \
-        CT buf[RED_TILE_ROWS * RED_COLS]; /* >= RED_BLOCK */                                                           \
-        if (RED_HAS_##VX && st->ncols == 1 && s[0] == (int64_t)sizeof(ST)) { /* one dense row: SIMD blocks */          \
+        if (RED_HAS_DENSE_##VX && st->ncols == 1 && s[0] == (int64_t)sizeof(ST)) { /* one dense row */                 \
             for (int64_t done = 0; done < n;) {                                                                        \
-                int64_t m = n - done < RED_BLOCK ? n - done : RED_BLOCK;                                               \
-                const CT *v = mag_block_view_##ID(xp + done * s[0], m, buf);                                           \
-                RED_DENSE_##VX(dir, CT, v, m, st->pos + done, st);                                           \
+                int64_t m = n - done < RED_DENSE_SPAN ? n - done : RED_DENSE_SPAN;                                     \
+                RED_DENSE_##VX(dir, ID, (const ST *)(const void *)xp + done, m, st->pos + done, st);                   \
                 done += m;                                                                                             \
             }                                                                                                          \
             st->pos += n;                                                                                              \
             return;                                                                                                    \
         }                                                                                                              \
+        CT buf[RED_TILE_ROWS * RED_COLS];                                                                              \
         for (int64_t i = 0, k; i < n; i += k, xp += k * s[0]) {                                                        \
-            const CT *v[RED_TILE_ROWS];                                                                                \
             k = n - i < RED_TILE_ROWS ? n - i : RED_TILE_ROWS;                                                         \
-            for (int64_t r = 0; r < k; ++r) v[r] = red_tile_vals_##ID(xp + r * s[0], st->xs, st->ncols, buf + r * RED_COLS); \
-            RED_TILE_##VX(dir, CT, v, k, i, st);                                                                       \
+            if (RED_HAS_VTILE_##VX && st->xs == (int64_t)sizeof(ST)) { /* rows read in place */                        \
+                const ST *rows[RED_TILE_ROWS];                                                                         \
+                for (int64_t r = 0; r < k; ++r) rows[r] = (const ST *)(const void *)(xp + r * s[0]);                   \
+                RED_VTILE_##VX(dir, ID, rows, k, st);                                                                  \
+                continue;                                                                                              \
+            }                                                                                                          \
+            for (int64_t r = 0; r < k; ++r) {                                                                          \
+                const CT *v = red_tile_vals_##ID(xp + r * s[0], st->xs, st->ncols, buf);                               \
+                for (int64_t j = 0; j < st->ncols; ++j) {                                                              \
+                    bool win = RED_BEATS_##dir(v[j], st->best[j]);                                                     \
+                    st->best[j] = win ? v[j] : st->best[j];                                                            \
+                    if (keep_pos) st->best_pos[j] = win ? st->pos + i + r : st->best_pos[j];                           \
+                }                                                                                                      \
+            }                                                                                                          \
         }                                                                                                              \
         st->pos += n;                                                                                                  \
     }                                                                                                                  \
