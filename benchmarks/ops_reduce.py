@@ -79,8 +79,11 @@ def main() -> None:
                     r = compare({"magnetron": m_fn, "torch": t_fn}, samples)
                     m, tt = r["magnetron"].median, r["torch"].median
                     ratios.append(tt / m)
-                    print(f"{op:11s} {dim:>4s} {dname:9s} {threads:3d} {m * 1e3:13.3f} {tt * 1e3:9.3f} "
-                          f"{tt / m:6.2f}  {noise_note(r)}", flush=True)
+                    print(
+                        f"{op:11s} {dim:>4s} {dname:9s} {threads:3d} {m * 1e3:13.3f} {tt * 1e3:9.3f} "
+                        f"{tt / m:6.2f}  {noise_note(r)}",
+                        flush=True,
+                    )
     if ratios:
         print(f"median ratio {statistics.median(ratios):.2f}, min {min(ratios):.2f} over {len(ratios)} rows")
 

@@ -161,8 +161,11 @@ def test_errors_name_the_op_shapes_and_dtypes() -> None:
         F.layer_norm(x, ())
     with pytest.raises(ValueError, match=r"layer_norm: normalized_shape \(1, 2, 3\)"):
         F.layer_norm(x, (1, 2, 3))
-    with pytest.raises(ValueError, match=r"layer_norm: weight of shape \(2,\) does not match normalized_shape \(3,\) "
-                                         r"of the input of shape \(2, 3\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"layer_norm: weight of shape \(2,\) does not match normalized_shape \(3,\) "
+        r"of the input of shape \(2, 3\)",
+    ):
         F.layer_norm(x, 3, mag.Tensor.ones(2))
     with pytest.raises(ValueError, match=r"rms_norm: weight of shape \(1, 3\)"):
         F.rms_norm(x, 3, mag.Tensor.ones(1, 3))
