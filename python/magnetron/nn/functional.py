@@ -1,6 +1,7 @@
 """``nn.functional``: neural-network functions composed from tensor ops (PyTorch's names and semantics).
 
-Everything here is written with differentiable core ops (some fused into one, like rope), so
+Everything here is written with differentiable core ops (rms_norm, layer_norm, rope and the
+attention are fused ops with their own gradients or a composed differentiable path), so
 gradients come for free.
 """
 
@@ -31,11 +32,27 @@ def embedding(ids: Tensor, weight: Tensor) -> Tensor:
     return weight[ids]
 
 
-def _norm_dims(x: Tensor, normalized_shape: int | Sequence[int], what: str) -> tuple[int, ...]:
+_OP_ID: dict[str, int] = {row["name"]: row["id"] for row in _C.op_table()}
+# torch.finfo(dtype).eps: rms_norm's default eps
+_EPS = {_dt.float32: 2.0**-23, _dt.float16: 2.0**-10, _dt.bfloat16: 2.0**-7, _dt.float64: 2.0**-52}
+
+
+def _norm(
+    op: str,
+    x: Tensor,
+    normalized_shape: int | Sequence[int],
+    weight: Tensor | None,
+    bias: Tensor | None,
+    eps: float,
+) -> Tensor:
+    """The fused rms_norm / layer_norm op over the trailing ``normalized_shape`` dims of x."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if tuple(x.shape[x.rank - len(shape) :]) != shape:
-        raise ValueError(f"{what}: normalized_shape {shape} does not match the trailing dims of input shape {x.shape}")
-    return tuple(range(x.rank - len(shape), x.rank))
+    if not shape or len(shape) > x.rank or tuple(x.shape[x.rank - len(shape) :]) != shape:
+        raise ValueError(
+            f"{op}: normalized_shape {shape} does not match the trailing dims of the input of shape {tuple(x.shape)}"
+        )
+    inputs = [x] + [t for t in (weight, bias) if t is not None]
+    return _C._op(_OP_ID[op], inputs, [len(shape), float(eps), weight is not None, bias is not None])
 
 
 def layer_norm(
@@ -45,23 +62,16 @@ def layer_norm(
     bias: Tensor | None = None,
     eps: float = 1e-5,
 ) -> Tensor:
-    dims = _norm_dims(x, normalized_shape, "layer_norm")
-    mean = x.mean(dim=dims, keepdim=True)
-    centered = x - mean
-    var = (centered * centered).mean(dim=dims, keepdim=True)
-    y = centered * (var + eps).rsqrt()
-    if weight is not None:
-        y = y * weight
-    return y + bias if bias is not None else y
+    """(x - mean) / sqrt(var + eps) * weight + bias over the trailing ``normalized_shape`` dims (biased var)."""
+    return _norm("layer_norm", x, normalized_shape, weight, bias, eps)
 
 
 def rms_norm(
     x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None, eps: float | None = None
 ) -> Tensor:
-    dims = _norm_dims(x, normalized_shape, "rms_norm")
-    eps = 1e-6 if eps is None else eps
-    y = x * ((x * x).mean(dim=dims, keepdim=True) + eps).rsqrt()
-    return y * weight if weight is not None else y
+    """x / sqrt(mean(x^2) + eps) * weight over the trailing ``normalized_shape`` dims; eps defaults to the
+    machine epsilon of x's dtype, as in torch."""
+    return _norm("rms_norm", x, normalized_shape, weight, None, _EPS.get(x.dtype, 0.0) if eps is None else eps)
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
