@@ -32,7 +32,6 @@ def embedding(ids: Tensor, weight: Tensor) -> Tensor:
     return weight[ids]
 
 
-_OP_ID: dict[str, int] = {row["name"]: row["id"] for row in _C.op_table()}
 # torch.finfo(dtype).eps: rms_norm's default eps
 _EPS = {_dt.float32: 2.0**-23, _dt.float16: 2.0**-10, _dt.bfloat16: 2.0**-7, _dt.float64: 2.0**-52}
 
