@@ -7,14 +7,15 @@
  * vmath.h's): a float32/float64 lane with unit stride is used in place, any other lane is
  * converted into a buffer, whole when it fits, else in chunks with exp computed again in the
  * last pass. Neighbouring lanes that are adjacent in memory (softmax over a strided dim) are
- * done SOFTMAX_COLS at a time, side by side: each pass then streams through memory in order
- * (one page per lane element would cost a TLB miss each) and the inner loops run across lanes.
+ * done up to 16 KiB of compute-type values at a time, side by side: each pass then streams
+ * through whole rows in order (a lane at a time would touch a new page per element) and the
+ * inner loops run across the lanes.
  */
 #include "lanes.h"
 
 #define SOFTMAX_ACC 16   /* partial maxima and sums kept apart, so that the reductions vectorise */
 #define SOFTMAX_BUF 4096 /* compute-type elements of a lane converted at once */
-#define SOFTMAX_COLS 1024 /* lanes side by side: each pass reads rows of 4 KiB (float32) in order */
+#define SOFTMAX_COLS(CT) (16384 / (int64_t)sizeof(CT)) /* lanes side by side */
 
 /* Passes over n contiguous compute-type values, for float and double. */
 #define SOFTMAX_PASSES(CT, S)                                                                                          \
@@ -108,9 +109,9 @@ SOFTMAX_PASSES(double, f64)
             sm_store_##ID(o + i * os, os, buf, k);                                                                     \
         }                                                                                                              \
     }                                                                                                                  \
-    /* w <= SOFTMAX_COLS lanes whose starts are sizeof(ST) apart, row by row */                                        \
+    /* w <= SOFTMAX_COLS(CT) lanes whose starts are sizeof(ST) apart, row by row */                                    \
     static void sm_cols_##ID(uint8_t *o, const uint8_t *x, int64_t w, mag_lane_t lo, mag_lane_t li, bool log_form) {   \
-        CT m[SOFTMAX_COLS], c[SOFTMAX_COLS], buf[SOFTMAX_COLS];                                                        \
+        CT m[SOFTMAX_COLS(CT)], c[SOFTMAX_COLS(CT)], buf[SOFTMAX_COLS(CT)];                                            \
         const int64_t es = (int64_t)sizeof(ST);                                                                        \
         /* float32/float64 softmax keeps exp(x - m) in out for the last pass: one exp per element */                   \
         bool keep = !log_form && sizeof(ST) == sizeof(CT);                                                             \
@@ -136,10 +137,10 @@ SOFTMAX_PASSES(double, f64)
                 continue;                                                                                              \
             }                                                                                                          \
             const CT *v = sm_load_##ID(buf, x + i * li.stride, es, w);                                                 \
-            for (int64_t j = 0; j < w; ++j) {                                                                          \
-                CT d = v[j] - m[j];                                                                                    \
-                buf[j] = log_form ? d - c[j] : MAG_FLT(mag_exp, (CT)0)(d) * c[j];                                      \
-            }                                                                                                          \
+            if (log_form) /* two loops: a select between them would compute exp for both */                            \
+                for (int64_t j = 0; j < w; ++j) buf[j] = (v[j] - m[j]) - c[j];                                         \
+            else                                                                                                       \
+                for (int64_t j = 0; j < w; ++j) buf[j] = MAG_FLT(mag_exp, (CT)0)(v[j] - m[j]) * c[j];                  \
             sm_store_##ID(out, es, buf, w);                                                                            \
         }                                                                                                              \
     }                                                                                                                  \
@@ -150,7 +151,7 @@ SOFTMAX_PASSES(double, f64)
         bool log_form = a->op == MAG_OP_LOG_SOFTMAX;                                                                   \
         if (s[0] == es && s[1] == es && li.stride != es) {                                                             \
             for (int64_t r = 0, w; r < n; r += w) {                                                                    \
-                w = n - r < SOFTMAX_COLS ? n - r : SOFTMAX_COLS;                                                       \
+                w = n - r < SOFTMAX_COLS(CT) ? n - r : SOFTMAX_COLS(CT);                                               \
                 sm_cols_##ID(p[0] + r * es, p[1] + r * es, w, lo, li, log_form);                                       \
             }                                                                                                          \
         } else {                                                                                                       \
