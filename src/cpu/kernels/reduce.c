@@ -4,17 +4,19 @@
  * The kept dims of x are walked by one iterator, the reduced dims by another, both coalesced;
  * unless the op reports positions, the reduced dims are ordered by stride so the innermost row
  * is the densest. Work comes in tiles: up to RED_COLS consecutive outputs reduced side by side,
- * one row of the tile (a value per output) at a time, so that reducing a strided dim (x.sum(0)
- * of a matrix) reads memory in order and vectorises across outputs. A single output whose
- * innermost reduced row is dense instead runs SIMD loops along that row, RED_BLOCK elements
- * (converted to the compute type first for 16-bit floats) at a time. Row functions receive a
+ * so that reducing a strided dim (x.sum(0) of a matrix) reads memory in order and runs SIMD
+ * across the outputs, RED_TILE_ROWS tile rows per pass over the running values (one load and
+ * store of them per pass, not per row). A single output whose innermost reduced row is dense
+ * instead runs SIMD along that row. Either way 16-bit floats are converted in registers
+ * (blocks.h); strided tile rows are gathered into a buffer first. Row functions receive a
  * state struct that starts with a copy of the kernel args (the pointer mag_iter_run hands back);
  * only its first ncols columns are ever initialised.
  *
- * Float sums add blocks (RED_BLOCK elements of a dense row in SIMD lanes, RED_TILE_BLOCK per
- * column of a tile) and push each block sum into a cascade (every RED_CASCADE_FAN sums of one
- * level make one of the next): the error grows with the log of the count, like pairwise
- * summation, so 1e8 float32 ones sum to 1e8 exactly.
+ * Float sums add blocks (RED_BLOCK elements of a dense row in SIMD lanes, RED_TILE_BLOCK rows
+ * per column of a tile) and push each block sum into a cascade (every RED_CASCADE_FAN sums of
+ * one level make one of the next): the error grows with the log of the count, like pairwise
+ * summation, so 1e8 float32 ones sum to 1e8 exactly. min/max propagate NaN and argmin/argmax
+ * report the first extreme (NaN counting as the most extreme), like torch.
  */
 #include "../../core/reduce.h"
 #include "blocks.h"
@@ -175,7 +177,7 @@ MAG_ALL_DTYPES(RED_TILE_VALS)
 /* ---- float sums: sum, mean (x), var/std ((x - c)^2), logsumexp (exp(x - c)) ---- */
 #define RED_TILE_BLOCK 16 /* a tile's blocks: each column adds them one element at a time */
 #define RED_CASCADE_FAN 16
-#define RED_CASCADE_DEPTH 8 /* 16^8 blocks before the top level adds plainly */
+#define RED_CASCADE_DEPTH 6 /* 16^6 blocks before the top level adds plainly */
 
 #define RED_SUM_STATE(A)                                                                                               \
     typedef struct red_sum_##A {                                                                                       \
