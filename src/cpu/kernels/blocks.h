@@ -49,7 +49,8 @@ static inline void mag_vstore_f16(uint16_t *p, const mag_vf_t *v) {
     for (int h = 0; h < MAG_VBYTES / 32; ++h) {
         __m256 f;
         memcpy(&f, (const char *)v + 32 * h, sizeof(f));
-        _mm_storeu_si128((__m128i *)(void *)(p + 8 * h), _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m128i h16 = _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm_storeu_si128((__m128i *)(void *)(p + 8 * h), h16);
     }
 #else
     float f[MAG_VBYTES / 4];
