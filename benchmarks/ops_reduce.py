@@ -64,8 +64,10 @@ def main() -> None:
     samples = args.samples or (3 if args.quick else 7)
     if args.quick:
         ops, dtypes = [o for o in ops if o in ("sum", "mean", "max", "rms_norm")], ["float32"]
-    print(f"cpu variant: {mag.context.cpu_info().get('variant')}, torch {torch.__version__}, shape {SHAPE}")
-    print(f"{'op':11s} {'dim':>4s} {'dtype':9s} {'thr':>3s} {'magnetron ms':>13s} {'torch ms':>9s} {'ratio':>6s}")
+    shape = "x".join(map(str, SHAPE))
+    print(f"cpu variant: {mag.context.cpu_info().get('variant')}, torch {torch.__version__}")
+    head = ("op", "shape", "dim", "dtype", "thr", "magnetron ms", "torch ms", "ratio")
+    print("{:11s} {:9s} {:>4s} {:9s} {:>3s} {:>13s} {:>9s} {:>6s}".format(*head))
     ratios: list[float] = []
     for threads in (int(v) for v in args.threads.split(",")):
         mag.context.num_threads = threads
@@ -80,7 +82,7 @@ def main() -> None:
                     m, tt = r["magnetron"].median, r["torch"].median
                     ratios.append(tt / m)
                     print(
-                        f"{op:11s} {dim:>4s} {dname:9s} {threads:3d} {m * 1e3:13.3f} {tt * 1e3:9.3f} "
+                        f"{op:11s} {shape:9s} {dim:>4s} {dname:9s} {threads:3d} {m * 1e3:13.3f} {tt * 1e3:9.3f} "
                         f"{tt / m:6.2f}  {noise_note(r)}",
                         flush=True,
                     )

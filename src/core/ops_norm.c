@@ -18,11 +18,13 @@ static mag_status_t check_param(const char *op, const char *what, const mag_tens
     char xs[MAG_SHAPE_STR_LEN], ns[MAG_SHAPE_STR_LEN];
     mag_shape_str(ns, k, x->shape + x->rank - k);
     if (p->rank != k || memcmp(p->shape, x->shape + x->rank - k, (size_t)k * sizeof(int64_t)))
-        return mag_error(MAG_ERR_VALUE, "%s: %s of shape %s does not match normalized_shape %s of the input of shape %s",
-                         op, what, MAG_SHAPE(p), ns, mag_shape_str(xs, x->rank, x->shape));
+        return mag_error(MAG_ERR_VALUE,
+                         "%s: %s of shape %s does not match normalized_shape %s of the input of shape %s", op, what,
+                         MAG_SHAPE(p), ns, mag_shape_str(xs, x->rank, x->shape));
     if (p->dtype != x->dtype && !(is_16bit(x->dtype) && p->dtype == MAG_DTYPE_FLOAT32))
-        return mag_error(MAG_ERR_TYPE, "%s: %s dtype %s does not match the input dtype %s (%s shape %s, input shape %s)%s",
-                         op, what, MAG_DTNAME(p->dtype), MAG_DTNAME(x->dtype), what, MAG_SHAPE(p),
+        return mag_error(MAG_ERR_TYPE,
+                         "%s: %s dtype %s does not match the input dtype %s (%s shape %s, input shape %s)%s", op,
+                         what, MAG_DTNAME(p->dtype), MAG_DTNAME(x->dtype), what, MAG_SHAPE(p),
                          mag_shape_str(xs, x->rank, x->shape),
                          is_16bit(x->dtype) ? "; 16-bit inputs also take float32 parameters" : "");
     return MAG_OK;
@@ -58,9 +60,10 @@ mag_status_t mag_front_norm(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, 
     const char *name = mag_op_info(op)->name;
     mag_tensor_t *x = in[0], *args[3] = {NULL, NULL, NULL}, *res = NULL;
     mag_status_t s = mag_tensor_contiguous(x, &args[0]);
-    for (int64_t i = 1; i < n_in && s == MAG_OK; ++i)
-        s = is_16bit(x->dtype) && in[i]->dtype != MAG_DTYPE_FLOAT32 ? mag_tensor_cast(in[i], MAG_DTYPE_FLOAT32, &args[i])
-                                                                     : mag_tensor_contiguous(in[i], &args[i]);
+    for (int64_t i = 1; i < n_in && s == MAG_OK; ++i) {
+        bool widen = is_16bit(x->dtype) && in[i]->dtype != MAG_DTYPE_FLOAT32;
+        s = widen ? mag_tensor_cast(in[i], MAG_DTYPE_FLOAT32, &args[i]) : mag_tensor_contiguous(in[i], &args[i]);
+    }
     if (s == MAG_OK) s = mag_tensor_empty(x->dtype, x->rank, x->shape, &res);
     if (s == MAG_OK) s = mag_dispatch(op, x->dtype, res, args, n_in, attrs, n_attrs, x->numel, false);
     for (int i = 0; i < 3; ++i) mag_tensor_release(args[i]);

@@ -1,85 +1,26 @@
 /*
- * Dense blocks for the reduction and norm kernels: conversion of a run of values between a
- * dtype's storage and its compute type (16-bit floats through F16C where the variant has it),
- * and 64-byte SIMD vectors through the GCC/Clang vector extension, which is one register on
- * AVX-512 and is split by the compiler into two or four on narrower variants.
+ * Dense blocks for the reduction and norm kernels: SIMD vectors through the GCC/Clang vector
+ * extension, with loads and stores that convert between a dtype's storage and its compute type
+ * in registers (16-bit floats through F16C where the variant has it), and block conversion for
+ * the kernels' scalar paths. Vectors are MAG_VBYTES = 32 bytes: one AVX2 register, two SSE ones
+ * on the generic variant; on AVX-512 too, because Zen 4 (which splits 512-bit operations)
+ * streams 256-bit loads about 6% faster, and the kernels that use these are bound by memory.
  *
- * Vectors never cross a function boundary (that would depend on the variant's ABI): helpers
- * that use them take and return pointers or scalars.
+ * Vectors never cross a function boundary by value (that would depend on the variant's ABI):
+ * helpers take pointers.
  */
 #ifndef MAG_CPU_KERNELS_BLOCKS_H
 #define MAG_CPU_KERNELS_BLOCKS_H
 
 #include "ew.h"
 
-#if defined(__F16C__) || defined(__AVX512F__)
+#if defined(__F16C__)
 #include <immintrin.h>
 #endif
 
 #define MAG_VBYTES 32
 #define MAG_VLOAD(v, p) memcpy(&(v), (p), sizeof(v))
 #define MAG_VSTORE(p, v) memcpy((p), &(v), sizeof(v))
-
-static inline void mag_f16_to_f32_block(const uint16_t *src, float *dst, int64_t n) {
-    int64_t i = 0;
-#if defined(__AVX512F__)
-    for (; i + 16 <= n; i += 16)
-        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(src + i))));
-#elif defined(__F16C__)
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(src + i))));
-#endif
-    for (; i < n; ++i) dst[i] = mag_ld_f16(src[i]);
-}
-
-static inline void mag_f32_to_f16_block(const float *src, uint16_t *dst, int64_t n) {
-    int64_t i = 0;
-#if defined(__AVX512F__)
-    for (; i + 16 <= n; i += 16)
-        _mm256_storeu_si256((__m256i *)(void *)(dst + i),
-                            _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-#elif defined(__F16C__)
-    for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i *)(void *)(dst + i),
-                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-#endif
-    for (; i < n; ++i) dst[i] = mag_f32_to_f16(src[i]);
-}
-
-/* mag_f32_to_bf16 (round to nearest even, NaN quieted), branch-free so that the loop vectorises */
-static inline void mag_f32_to_bf16_block(const float *src, uint16_t *dst, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) {
-        uint32_t u;
-        memcpy(&u, src + i, 4);
-        uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, quiet = (u >> 16) | 0x40u;
-        dst[i] = (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded);
-    }
-}
-
-/*
- * Per dtype: mag_block_view_<ID>(src, n, buf) gives the n values at src in the compute type,
- * in place when storage and compute types agree, else converted into buf;
- * mag_block_store_<ID>(src, dst, n) stores n compute values.
- */
-#define MAG_BLOCK_FNS(ID, ST, CT)                                                                                      \
-    static inline const CT *mag_block_view_##ID(const void *src, int64_t n, CT *buf) {                                 \
-        const ST *s = (const ST *)src;                                                                                 \
-        if (MAG_DTYPE_##ID == MAG_DTYPE_FLOAT16) mag_f16_to_f32_block((const uint16_t *)src, (float *)(void *)buf, n); \
-        else if (sizeof(ST) == sizeof(CT) && MAG_DTYPE_##ID != MAG_DTYPE_BOOLEAN) return (const CT *)src;              \
-        else                                                                                                           \
-            for (int64_t k = 0; k < n; ++k) buf[k] = MAG_LD_##ID(s[k]);                                                \
-        return buf;                                                                                                    \
-    }                                                                                                                  \
-    static inline void mag_block_store_##ID(const CT *src, void *dst, int64_t n) {                                     \
-        if (MAG_DTYPE_##ID == MAG_DTYPE_FLOAT16)                                                                       \
-            mag_f32_to_f16_block((const float *)(const void *)src, (uint16_t *)dst, n);                                \
-        else if (MAG_DTYPE_##ID == MAG_DTYPE_BFLOAT16)                                                                 \
-            mag_f32_to_bf16_block((const float *)(const void *)src, (uint16_t *)dst, n);                               \
-        else                                                                                                           \
-            for (int64_t k = 0; k < n; ++k) ((ST *)dst)[k] = MAG_ST_##ID(src[k]);                                      \
-    }
-MAG_ALL_DTYPES(MAG_BLOCK_FNS)
-#undef MAG_BLOCK_FNS
 
 /*
  * Vector loads and stores that convert: MAG_VLOAD_<ID>(v, p) sets v, a vector of the compute type
@@ -91,10 +32,7 @@ typedef uint32_t mag_vu_t __attribute__((vector_size(MAG_VBYTES)));
 typedef uint16_t mag_vh_t __attribute__((vector_size(MAG_VBYTES / 2)));
 
 static inline void mag_vload_f16(mag_vf_t *v, const uint16_t *p) {
-#if defined(__AVX512F__) && MAG_VBYTES == 64
-    __m512 f = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)p));
-    memcpy(v, &f, sizeof(f));
-#elif defined(__F16C__)
+#if defined(__F16C__)
     for (int h = 0; h < MAG_VBYTES / 32; ++h) {
         __m256 f = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p + 8 * h)));
         memcpy((char *)v + 32 * h, &f, sizeof(f));
@@ -107,15 +45,12 @@ static inline void mag_vload_f16(mag_vf_t *v, const uint16_t *p) {
 }
 
 static inline void mag_vstore_f16(uint16_t *p, const mag_vf_t *v) {
-#if defined(__AVX512F__) && MAG_VBYTES == 64
-    __m512 f;
-    memcpy(&f, v, sizeof(f));
-    _mm256_storeu_si256((__m256i *)(void *)p, _mm512_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-#elif defined(__F16C__)
+#if defined(__F16C__)
     for (int h = 0; h < MAG_VBYTES / 32; ++h) {
         __m256 f;
         memcpy(&f, (const char *)v + 32 * h, sizeof(f));
-        _mm_storeu_si128((__m128i *)(void *)(p + 8 * h), _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        __m128i h16 = _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm_storeu_si128((__m128i *)(void *)(p + 8 * h), h16);
     }
 #else
     float f[MAG_VBYTES / 4];
@@ -157,6 +92,32 @@ static inline void mag_vstore_bf16(uint16_t *p, const mag_vf_t *v) {
 #define MAG_VLOAD_UINT64 MAG_VLOAD
 #define MAG_VSTORE_FLOAT32 MAG_VSTORE
 #define MAG_VSTORE_FLOAT64 MAG_VSTORE
+
+static inline void mag_f16_to_f32_block(const uint16_t *src, float *dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + MAG_VBYTES / 4 <= n; i += MAG_VBYTES / 4) {
+        mag_vf_t v;
+        MAG_VLOAD_FLOAT16(v, src + i);
+        MAG_VSTORE(dst + i, v);
+    }
+    for (; i < n; ++i) dst[i] = mag_ld_f16(src[i]);
+}
+
+/*
+ * Per dtype: mag_block_view_<ID>(src, n, buf) gives the n values at src in the compute type,
+ * in place when storage and compute types agree, else converted into buf.
+ */
+#define MAG_BLOCK_FNS(ID, ST, CT)                                                                                      \
+    static inline const CT *mag_block_view_##ID(const void *src, int64_t n, CT *buf) {                                 \
+        const ST *s = (const ST *)src;                                                                                 \
+        if (MAG_DTYPE_##ID == MAG_DTYPE_FLOAT16) mag_f16_to_f32_block((const uint16_t *)src, (float *)(void *)buf, n); \
+        else if (sizeof(ST) == sizeof(CT) && MAG_DTYPE_##ID != MAG_DTYPE_BOOLEAN) return (const CT *)src;              \
+        else                                                                                                           \
+            for (int64_t k = 0; k < n; ++k) buf[k] = MAG_LD_##ID(s[k]);                                                \
+        return buf;                                                                                                    \
+    }
+MAG_ALL_DTYPES(MAG_BLOCK_FNS)
+#undef MAG_BLOCK_FNS
 
 /*
  * out (A) = the sum of vexpr over the m values of dtype ID at src (a const storage pointer),

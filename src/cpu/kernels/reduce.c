@@ -4,17 +4,19 @@
  * The kept dims of x are walked by one iterator, the reduced dims by another, both coalesced;
  * unless the op reports positions, the reduced dims are ordered by stride so the innermost row
  * is the densest. Work comes in tiles: up to RED_COLS consecutive outputs reduced side by side,
- * one row of the tile (a value per output) at a time, so that reducing a strided dim (x.sum(0)
- * of a matrix) reads memory in order and vectorises across outputs. A single output whose
- * innermost reduced row is dense instead runs SIMD loops along that row, RED_BLOCK elements
- * (converted to the compute type first for 16-bit floats) at a time. Row functions receive a
+ * so that reducing a strided dim (x.sum(0) of a matrix) reads memory in order and runs SIMD
+ * across the outputs, RED_TILE_ROWS tile rows per pass over the running values (one load and
+ * store of them per pass, not per row). A single output whose innermost reduced row is dense
+ * instead runs SIMD along that row. Either way 16-bit floats are converted in registers
+ * (blocks.h); strided tile rows are gathered into a buffer first. Row functions receive a
  * state struct that starts with a copy of the kernel args (the pointer mag_iter_run hands back);
  * only its first ncols columns are ever initialised.
  *
- * Float sums add blocks (RED_BLOCK elements of a dense row in SIMD lanes, RED_TILE_BLOCK per
- * column of a tile) and push each block sum into a cascade (every RED_CASCADE_FAN sums of one
- * level make one of the next): the error grows with the log of the count, like pairwise
- * summation, so 1e8 float32 ones sum to 1e8 exactly.
+ * Float sums add blocks (RED_BLOCK elements of a dense row in SIMD lanes, RED_TILE_BLOCK rows
+ * per column of a tile) and push each block sum into a cascade (every RED_CASCADE_FAN sums of
+ * one level make one of the next): the error grows with the log of the count, like pairwise
+ * summation, so 1e8 float32 ones sum to 1e8 exactly. min/max propagate NaN and argmin/argmax
+ * report the first extreme (NaN counting as the most extreme), like torch.
  */
 #include "../../core/reduce.h"
 #include "blocks.h"
@@ -175,7 +177,7 @@ MAG_ALL_DTYPES(RED_TILE_VALS)
 /* ---- float sums: sum, mean (x), var/std ((x - c)^2), logsumexp (exp(x - c)) ---- */
 #define RED_TILE_BLOCK 16 /* a tile's blocks: each column adds them one element at a time */
 #define RED_CASCADE_FAN 16
-#define RED_CASCADE_DEPTH 8 /* 16^8 blocks before the top level adds plainly */
+#define RED_CASCADE_DEPTH 6 /* 16^6 blocks before the top level adds plainly */
 
 #define RED_SUM_STATE(A)                                                                                               \
     typedef struct red_sum_##A {                                                                                       \
@@ -184,7 +186,7 @@ MAG_ALL_DTYPES(RED_TILE_VALS)
         int depth, cnt[RED_CASCADE_DEPTH]; /* depth: levels in use (and initialised) */                                \
         A c[RED_COLS], blk[RED_COLS], lvl[RED_CASCADE_DEPTH][RED_COLS];                                                \
     } red_sum_##A##_t;                                                                                                 \
-    static void red_sum_##A##_init(red_sum_##A##_t *st, const red_geom_t *g, int64_t u, int64_t xs, int64_t n) {      \
+    static void red_sum_##A##_init(red_sum_##A##_t *st, const red_geom_t *g, int64_t u, int64_t xs, int64_t n) {       \
         st->a = *g->a;                                                                                                 \
         st->xs = xs, st->ncols = n, st->blk_n = 0, st->depth = 0;                                                      \
         memset(st->cnt, 0, sizeof(st->cnt));                                                                           \
@@ -289,7 +291,7 @@ RED_SUM_STATE(double)
             }                                                                                                          \
             return;                                                                                                    \
         }                                                                                                              \
-        for (int64_t i = 0, k; i < n; i += k, xp += k * s[0]) { /* up to RED_TILE_ROWS rows of the tile */            \
+        for (int64_t i = 0, k; i < n; i += k, xp += k * s[0]) { /* up to RED_TILE_ROWS rows of the tile */             \
             k = RED_TILE_BLOCK - st->blk_n;                                                                            \
             k = k < RED_TILE_ROWS ? k : RED_TILE_ROWS;                                                                 \
             k = k < n - i ? k : n - i;                                                                                 \
@@ -423,7 +425,7 @@ RED_LIMITS(RED_START_FNS)
         }                                                                                                              \
         return best;                                                                                                   \
     }                                                                                                                  \
-    /* k tile rows of n values each folded into the n running extremes */                                             \
+    /* k tile rows of n values each folded into the n running extremes */                                              \
     static void red_vtile_##dir##_##ID(const ST *const *rows, int64_t k, CT *best, int64_t n) {                        \
         typedef CT vec_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
         typedef I mask_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
@@ -455,7 +457,7 @@ RED_SIMD_DTYPES(RED_VEXT_BOTH)
  * winner yields only to a strictly better one.
  */
 #define RED_VARG_FNS(ID, ST, CT, I, dir)                                                                               \
-    static void red_varg_##dir##_##ID(const ST *src, int64_t m, int64_t pos, CT *best, int64_t *pos_best) {           \
+    static void red_varg_##dir##_##ID(const ST *src, int64_t m, int64_t pos, CT *best, int64_t *pos_best) {            \
         typedef CT vec_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
         typedef I mask_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
         enum { L = MAG_VBYTES / sizeof(CT) };                                                                          \
@@ -490,7 +492,8 @@ RED_SIMD_DTYPES(RED_VEXT_BOTH)
             if (RED_BEATS_##dir(x, *best)) *best = x, *pos_best = pos + i;                                             \
         }                                                                                                              \
     }
-#define RED_VARG_BOTH(ID, ST, CT) RED_VARG_FNS(ID, ST, CT, RED_LANE_INT_##ID, MAX) RED_VARG_FNS(ID, ST, CT, RED_LANE_INT_##ID, MIN)
+#define RED_VARG_BOTH(ID, ST, CT)                                                                                      \
+    RED_VARG_FNS(ID, ST, CT, RED_LANE_INT_##ID, MAX) RED_VARG_FNS(ID, ST, CT, RED_LANE_INT_##ID, MIN)
 #define RED_LANE_INT_FLOAT32 int32_t
 #define RED_LANE_INT_FLOAT16 int32_t
 #define RED_LANE_INT_BFLOAT16 int32_t
@@ -611,8 +614,8 @@ MAG_INT_DTYPES(RED_ARGS_S)
         const uint8_t *xp = p[0];                                                                                      \
         if (st->ncols == 1 && s[0] == (int64_t)sizeof(ST)) { /* one dense row: blocks, stop at a decisive one */       \
             const ST *v = (const ST *)(const void *)xp;                                                                \
-            for (int64_t i = 0; i < n && !st->decided[0]; i += RED_BLOCK) {                                        \
-                int64_t m = n - i < RED_BLOCK ? n - i : RED_BLOCK;                                             \
+            for (int64_t i = 0; i < n && !st->decided[0]; i += RED_BLOCK) {                                            \
+                int64_t m = n - i < RED_BLOCK ? n - i : RED_BLOCK;                                                     \
                 bool hit = false;                                                                                      \
                 for (int64_t k = 0; k < m; ++k) hit |= (MAG_LD_##ID(v[i + k]) != 0) == (decisive);                     \
                 st->decided[0] = hit;                                                                                  \
@@ -625,7 +628,9 @@ MAG_INT_DTYPES(RED_ARGS_S)
     }                                                                                                                  \
     static void tile_red_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n,        \
                                        int64_t lo, int64_t hi) {                                                       \
-        red_##name##_##ID##_t st = {.a = *g->a, .xs = xs, .ncols = n};                                                 \
+        red_##name##_##ID##_t st;                                                                                      \
+        st.a = *g->a, st.xs = xs, st.ncols = n;                                                                        \
+        memset(st.decided, 0, (size_t)n * sizeof(bool));                                                               \
         red_visit(g, x, lo, hi, row_red_##name##_##ID, &st.a);                                                         \
         for (int64_t j = 0; j < n; ++j) ((uint8_t *)mag_tensor_data(g->a->out))[u + j] = st.decided[j] == (decisive);  \
     }                                                                                                                  \
