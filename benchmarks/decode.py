@@ -4,6 +4,7 @@
     python benchmarks/decode.py --shape qwen3_0.6b --dtype bfloat16
     python benchmarks/decode.py --shape gpt2_124m --dtype bfloat16 --hf-dtype float32
     python benchmarks/decode.py --model path/to/checkpoint --only magnetron   # peak RSS of ours alone
+    python benchmarks/decode.py --model SmolLM2-135M-Instruct.Q4_1.gguf --dtype bfloat16 --hf-dtype float32
 
 Greedy, a 128-token prompt, 64 new tokens, 2 threads (issue 8). Runs alternate between the two
 contenders and the best of ``--runs`` is reported. Prefill = prompt tokens / time to the first
@@ -28,19 +29,11 @@ sys.path.insert(0, os.path.join(HERE, "..", "tests", "models"))
 
 import magnetron as mag  # noqa: E402
 import reference  # noqa: E402
+from harness import read_bandwidth  # noqa: E402
 from magnetron import models  # noqa: E402
 from magnetron.models import SamplingParams  # noqa: E402
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
-
-
-def read_bandwidth(threads: int, nbytes: int = 1 << 30, reps: int = 5) -> float:
-    """Bytes/s of a streaming read (torch sum over a float32 buffer larger than any cache)."""
-    torch.set_num_threads(threads)
-    x = torch.ones(nbytes // 4)
-    x.sum()
-    best = min(_timed(lambda: x.sum()) for _ in range(reps))
-    return nbytes / best
 
 
 def _timed(fn) -> float:
@@ -78,10 +71,19 @@ def run_transformers(hf, prompt: list[int], new: int) -> tuple[float, float]:
     return len(prompt) / first, (new - 1) / max(full - first, 1e-9)
 
 
+def load_hf(path: str, dtype: torch.dtype):
+    if not path.endswith(".gguf"):
+        return reference.load_hf(path, dtype)
+    from transformers import AutoModelForCausalLM  # GGUF needs the gguf and accelerate packages
+
+    folder, name = os.path.split(os.path.abspath(path))
+    return AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=dtype).eval()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--model", help="a HF checkpoint folder")
+    src.add_argument("--model", help="a HF checkpoint folder or a .gguf file (transformers dequantises it too)")
     src.add_argument("--shape", choices=sorted(reference.BIG), help="build a random checkpoint of this shape")
     ap.add_argument("--dtype", choices=sorted(TORCH_DTYPES), default="float32")
     ap.add_argument("--hf-dtype", choices=sorted(TORCH_DTYPES), help="transformers' weight dtype (default: --dtype)")
@@ -103,7 +105,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     model = models.load(folder, dtype=args.dtype, num_threads=args.threads)
     hf_dtype = args.hf_dtype or args.dtype
-    hf = None if args.only == "magnetron" else reference.load_hf(folder, TORCH_DTYPES[hf_dtype])
+    hf = None if args.only == "magnetron" else load_hf(folder, TORCH_DTYPES[hf_dtype])
     prompt = torch.randint(0, min(model.config.vocab_size, 50000), (args.prompt_tokens,)).tolist()
     per_token = bytes_per_token(model, args.prompt_tokens + args.new_tokens // 2)
     bound = bandwidth / per_token

@@ -92,3 +92,19 @@ def noise_note(results: dict[str, Timing]) -> str:
     retried = sum(t.retried for t in results.values())
     dirty = sum(t.dirty for t in results.values())
     return f"(samples retried for foreign load: {retried}, kept dirty: {dirty})"
+
+
+def read_bandwidth(threads: int, nbytes: int = 1 << 30, reps: int = 5) -> float:
+    """Bytes/s of a streaming read at `threads` threads: torch summing a float32 buffer larger than any
+    cache, best of `reps` (STREAM-style; the bound that weight-streaming GEMV and decode are held to)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    x = torch.ones(nbytes // 4)
+    x.sum()
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        x.sum()
+        best = min(best, time.perf_counter() - t0)
+    return nbytes / best

@@ -1,9 +1,10 @@
 """The ``magnetron`` command line.
 
 Each subcommand is a function that adds its parser to ``COMMANDS``; ``main`` dispatches and
-turns expected failures (a bad file, a missing file, a bad argument) into one line on stderr
-and exit status 1. More subcommands (info, pull, generate, chat, serve, bench) plug in the
-same way.
+turns expected failures (a bad file, a missing file, a bad argument, a missing optional
+package) into one line on stderr and exit status 1. Subcommand groups live in modules of their
+own (cli_models: info, pull; cli_chat: generate, chat), each listing its ``SUBCOMMANDS``; they
+import their heavy dependencies when they run, so ``magnetron --help`` starts fast.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .utils.progress import progress
+from .utils.progress import LazyProgress
 
 
 @dataclass(frozen=True)
@@ -24,31 +25,13 @@ class Command:
 
 
 COMMANDS: dict[str, Command] = {}
+_EXTRA_PACKAGES = ("numpy", "tokenizers", "jinja2")  # optional: commands that need one say which extra brings it
 
 
 def register(name: str, help: str, add_args: Callable[[argparse.ArgumentParser], None],
              run: Callable[[argparse.Namespace], int]) -> None:  # fmt: skip
     """Add a subcommand: ``add_args`` fills its parser, ``run`` returns the exit status."""
     COMMANDS[name] = Command(help, add_args, run)
-
-
-class _Bar:
-    """A progress bar that starts when the total is known."""
-
-    def __init__(self, desc: str) -> None:
-        self.desc = desc
-        self.bar: progress | None = None
-
-    def start(self, total: int) -> None:
-        self.bar = progress(total, self.desc)
-
-    def update(self, n: int) -> None:
-        if self.bar is not None:
-            self.bar.update(n)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(None, None, None)
 
 
 def _convert_args(p: argparse.ArgumentParser) -> None:
@@ -64,7 +47,7 @@ def _convert_args(p: argparse.ArgumentParser) -> None:
 def _convert(ns: argparse.Namespace) -> int:
     from .io.convert import convert
 
-    bar = _Bar("convert")
+    bar = LazyProgress("convert")
     try:
         done = convert(ns.src, ns.dst, dtype=ns.dtype, on_start=bar.start, on_tensor=bar.update)
     finally:
@@ -81,7 +64,7 @@ def _verify(ns: argparse.Namespace) -> int:
     from .io.mag import load
 
     snap = load(ns.file)  # checks the header, directory and header checksum
-    bar = _Bar("verify")
+    bar = LazyProgress("verify")
     bar.start(sum(snap.info(name)["nbytes"] for name in snap))
     try:
         snap.verify(progress=bar.update)
@@ -92,8 +75,19 @@ def _verify(ns: argparse.Namespace) -> int:
     return 0
 
 
-register("convert", "import safetensors, PyTorch or GGUF weights into a .mag snapshot", _convert_args, _convert)
-register("verify", "check a .mag snapshot, including every tensor's checksum", _verify_args, _verify)
+def _register_all() -> None:
+    from . import cli_chat, cli_models
+
+    for args in (
+        *cli_models.SUBCOMMANDS,
+        ("convert", "import safetensors, PyTorch or GGUF weights into a .mag snapshot", _convert_args, _convert),
+        ("verify", "check a .mag snapshot, including every tensor's checksum", _verify_args, _verify),
+        *cli_chat.SUBCOMMANDS,
+    ):
+        register(*args)
+
+
+_register_all()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -112,8 +106,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"\n{prog}: interrupted", file=sys.stderr)
         return 130
-    except (OSError, ValueError, TypeError, RuntimeError) as e:  # FormatError is a ValueError
-        print(f"{prog}: error: {e}", file=sys.stderr)
+    except ModuleNotFoundError as e:
+        if e.name not in _EXTRA_PACKAGES:
+            raise
+        extra = "io" if ns.command == "convert" else "chat"
+        print(f"{prog}: error: needs the {e.name} package: pip install 'magnetron[{extra}]'", file=sys.stderr)
+        return 1
+    except (OSError, ValueError, TypeError, RuntimeError, ImportError) as e:  # FormatError is a ValueError
+        message = str(e)
+        head, sep, rest = message.partition(": ")
+        if sep and head in COMMANDS:  # the library names its function, which the line names already
+            message = rest
+        print(f"{prog}: error: {message}", file=sys.stderr)
         return 1
 
 

@@ -93,5 +93,6 @@ mag_tensor_t *gx_saved(gx_t *x, mag_node_t *n, int64_t i);
 extern const grad_entry_t mag_grad_table_elementwise[MAG_OP__COUNT];
 extern const grad_entry_t mag_grad_table_struct[MAG_OP__COUNT];
 extern const grad_entry_t mag_grad_table_reduce[MAG_OP__COUNT];
+extern const grad_entry_t mag_grad_table_rope[MAG_OP__COUNT];
 
 #endif

@@ -77,15 +77,56 @@ static mag_status_t as_dtype(mag_tensor_t *t, mag_dtype_t dt, mag_tensor_t **res
     return MAG_OK;
 }
 
-/*
- * Writes `result` into the caller's destination when the kernel could not write there
- * directly (different dtype, or the destination overlaps an input).
- */
-static mag_status_t finish_into(const char *name, mag_tensor_t *result, mag_tensor_t *dst) {
-    if (!mag_can_cast(result->dtype, dst->dtype))
-        return mag_error(MAG_ERR_TYPE, "%s: the result type %s cannot be written into a destination of type %s", name,
-                         MAG_DTNAME(result->dtype), MAG_DTNAME(dst->dtype));
-    return mag_tensor_copy_(dst, result);
+mag_status_t mag_dest_open(mag_dest_t *d, const char *name, mag_tensor_t *dst, mag_dtype_t dt, int64_t rank,
+                           const int64_t *shape, mag_tensor_t *const *in, int64_t n_in, bool elementwise) {
+    d->name = name;
+    d->dst = dst;
+    d->res = NULL;
+    if (dst) {
+        MAG_TRY(mag_check_writable(name, dst));
+        if (dst->rank != rank || memcmp(dst->shape, shape, (size_t)rank * sizeof(int64_t)))
+            return mag_error(MAG_ERR_VALUE, "%s: the destination of shape %s does not match the result shape %s", name,
+                             MAG_SHAPE(dst), mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rank, shape));
+        bool direct = elementwise && dst->dtype == dt;
+        for (int64_t i = 0; i < n_in && direct; ++i)
+            direct = !mag_tensors_overlap(dst, in[i]) || mag_tensor_same_layout(dst, in[i]);
+        if (direct) {
+            mag_tensor_retain(dst);
+            d->res = dst;
+            return MAG_OK;
+        }
+    }
+    return mag_tensor_empty(dt, rank, shape, &d->res);
+}
+
+mag_status_t mag_dest_close(mag_dest_t *d, mag_status_t s, mag_tensor_t **out) {
+    if (s == MAG_OK && d->dst && d->res != d->dst) {
+        if (!mag_can_cast(d->res->dtype, d->dst->dtype))
+            s = mag_error(MAG_ERR_TYPE, "%s: the result type %s cannot be written into a destination of type %s",
+                          d->name, MAG_DTNAME(d->res->dtype), MAG_DTNAME(d->dst->dtype));
+        else
+            s = mag_tensor_copy_(d->dst, d->res);
+    }
+    if (s != MAG_OK || d->dst) {
+        mag_tensor_release(d->res);
+        return s;
+    }
+    *out = d->res;
+    return MAG_OK;
+}
+
+mag_status_t mag_attr_int(const char *name, const mag_scalar_t *attrs, int64_t n_attrs, int64_t i, int64_t def,
+                          int64_t *v) {
+    if (i >= n_attrs) {
+        *v = def;
+        return MAG_OK;
+    }
+    if (attrs[i].kind == MAG_SCALAR_FLOAT)
+        return mag_error(MAG_ERR_TYPE, "%s: attribute %lld must be an integer, got %g", name, (long long)i, attrs[i].f);
+    if (attrs[i].kind == MAG_SCALAR_UINT && attrs[i].u > INT64_MAX)
+        return mag_error(MAG_ERR_VALUE, "%s: attribute %lld is too large", name, (long long)i);
+    *v = attrs[i].i;
+    return MAG_OK;
 }
 
 mag_status_t mag_front_elementwise(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, const mag_scalar_t *attrs,
@@ -112,39 +153,18 @@ mag_status_t mag_front_elementwise(mag_op_t op, mag_tensor_t *const *in, int64_t
             return mag_error(s, "%s: shapes %s and %s cannot be broadcast together", info->name, MAG_SHAPE(a),
                              MAG_SHAPE(b));
     }
-    mag_tensor_t *dst = *out;
-    if (dst) {
-        MAG_TRY(mag_check_writable(info->name, dst));
-        if (dst->rank != rank || memcmp(dst->shape, shape, (size_t)rank * sizeof(int64_t)))
-            return mag_error(MAG_ERR_VALUE, "%s: the destination of shape %s does not match the result shape %s",
-                             info->name, MAG_SHAPE(dst), mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rank, shape));
-    }
-    mag_tensor_t *ta, *tb = NULL, *tmp_a, *tmp_b = NULL, *result = NULL;
-    MAG_TRY(as_dtype(a, compute, &ta, &tmp_a));
-    mag_status_t s = b ? as_dtype(b, compute, &tb, &tmp_b) : MAG_OK;
-    bool direct = dst && dst->dtype == result_dt && !(mag_tensors_overlap(dst, a) && !mag_tensor_same_layout(dst, a)) &&
-                  !(b && mag_tensors_overlap(dst, b) && !mag_tensor_same_layout(dst, b));
-    if (s == MAG_OK) {
-        if (direct) {
-            result = dst;
-            mag_tensor_retain(result);
-        } else {
-            s = mag_tensor_empty(result_dt, rank, shape, &result);
-        }
-    }
+    mag_tensor_t *ta, *tb = NULL, *tmp_a, *tmp_b = NULL;
+    mag_dest_t d;
+    MAG_TRY(mag_dest_open(&d, info->name, *out, result_dt, rank, shape, in, b ? 2 : 1, true));
+    mag_status_t s = as_dtype(a, compute, &ta, &tmp_a);
+    if (s == MAG_OK && b) s = as_dtype(b, compute, &tb, &tmp_b);
     if (s == MAG_OK) {
         mag_tensor_t *args[2] = {ta, tb};
-        s = mag_dispatch(op, compute, result, args, b ? 2 : 1, attrs, n_attrs, result->numel, false);
+        s = mag_dispatch(op, compute, d.res, args, b ? 2 : 1, attrs, n_attrs, d.res->numel, false);
     }
-    if (s == MAG_OK && dst && !direct) s = finish_into(info->name, result, dst);
     mag_tensor_release(tmp_a);
     mag_tensor_release(tmp_b);
-    if (s != MAG_OK || dst) {
-        mag_tensor_release(result);
-        return s;
-    }
-    *out = result;
-    return MAG_OK;
+    return mag_dest_close(&d, s, out);
 }
 
 mag_status_t mag_op(mag_op_t op, mag_tensor_t *const *inputs, int64_t n_inputs, const mag_scalar_t *attrs,

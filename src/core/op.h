@@ -21,5 +21,24 @@ mag_status_t mag_check_writable(const char *op, const mag_tensor_t *out);
 /* The dtype categories bool < integer < float: a result may be written into an output of the same or higher one. */
 bool mag_can_cast(mag_dtype_t from, mag_dtype_t to);
 void mag_tensor_bump_version(mag_tensor_t *t);
+/*
+ * Where a result goes. Without a destination it is a new tensor. With one (the in-place and out=
+ * forms), the kernel writes straight into it when that is safe: same dtype and, for elementwise
+ * ops, no input overlapping it other than in the identical layout (x.tril_() reads each element
+ * before writing it). Otherwise a private result is copied into the destination at the end.
+ * open checks the destination (writable, shape) and sets res; close hands res out or copies it
+ * (when s is MAG_OK) and releases what is left.
+ */
+typedef struct mag_dest {
+    const char *name;
+    mag_tensor_t *dst; /* the caller's destination, or NULL */
+    mag_tensor_t *res; /* where the kernel writes */
+} mag_dest_t;
+mag_status_t mag_dest_open(mag_dest_t *d, const char *name, mag_tensor_t *dst, mag_dtype_t dt, int64_t rank,
+                           const int64_t *shape, mag_tensor_t *const *in, int64_t n_in, bool elementwise);
+mag_status_t mag_dest_close(mag_dest_t *d, mag_status_t s, mag_tensor_t **out);
+/* Integer attribute i (def when absent); a float or an out-of-range value is an error naming the op. */
+mag_status_t mag_attr_int(const char *name, const mag_scalar_t *attrs, int64_t n_attrs, int64_t i, int64_t def,
+                          int64_t *v);
 
 #endif

@@ -13,20 +13,6 @@
 
 /* ---- shared helpers ---- */
 
-static mag_status_t attr_int(const char *name, const mag_scalar_t *attrs, int64_t n_attrs, int64_t i, int64_t def,
-                             int64_t *v) {
-    if (i >= n_attrs) {
-        *v = def;
-        return MAG_OK;
-    }
-    if (attrs[i].kind == MAG_SCALAR_FLOAT)
-        return mag_error(MAG_ERR_TYPE, "%s: attribute %lld must be an integer, got %g", name, (long long)i, attrs[i].f);
-    if (attrs[i].kind == MAG_SCALAR_UINT && attrs[i].u > INT64_MAX)
-        return mag_error(MAG_ERR_VALUE, "%s: attribute %lld is too large", name, (long long)i);
-    *v = attrs[i].i;
-    return MAG_OK;
-}
-
 /* A header over t's storage with the given layout (not marking t as a view: it is private to the op). */
 static mag_status_t private_view(const mag_tensor_t *t, int64_t rank, const int64_t *shape, const int64_t *strides,
                                  int64_t offset, mag_tensor_t **out) {
@@ -49,57 +35,6 @@ static mag_status_t dense_int64(const char *name, const char *what, mag_tensor_t
                          MAG_DTNAME(t->dtype), MAG_SHAPE(t));
     if (t->dtype == MAG_DTYPE_INT64) return mag_tensor_contiguous(t, out);
     return mag_tensor_cast(t, MAG_DTYPE_INT64, out);
-}
-
-/*
- * Where a result goes. Without a destination it is a new tensor. With one (the in-place forms),
- * the kernel writes straight into it when that is safe: same dtype and, for elementwise ops, no
- * input overlapping it other than in the identical layout (x.tril_() reads each element before
- * writing it). Otherwise a private result is copied into the destination at the end.
- */
-typedef struct dest {
-    const char *name;
-    mag_tensor_t *dst; /* the caller's destination, or NULL */
-    mag_tensor_t *res; /* where the kernel writes */
-} dest_t;
-
-static mag_status_t dest_open(dest_t *d, const char *name, mag_tensor_t *dst, mag_dtype_t dt, int64_t rank,
-                              const int64_t *shape, mag_tensor_t *const *in, int64_t n_in, bool elementwise) {
-    d->name = name;
-    d->dst = dst;
-    d->res = NULL;
-    if (dst) {
-        MAG_TRY(mag_check_writable(name, dst));
-        if (dst->rank != rank || memcmp(dst->shape, shape, (size_t)rank * sizeof(int64_t)))
-            return mag_error(MAG_ERR_VALUE, "%s: the destination of shape %s does not match the result shape %s", name,
-                             MAG_SHAPE(dst), mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rank, shape));
-        bool direct = elementwise && dst->dtype == dt;
-        for (int64_t i = 0; i < n_in && direct; ++i)
-            direct = !mag_tensors_overlap(dst, in[i]) || mag_tensor_same_layout(dst, in[i]);
-        if (direct) {
-            mag_tensor_retain(dst);
-            d->res = dst;
-            return MAG_OK;
-        }
-    }
-    return mag_tensor_empty(dt, rank, shape, &d->res);
-}
-
-/* Hand the result out (or copy it into the destination) when s is MAG_OK; release what is left. */
-static mag_status_t dest_close(dest_t *d, mag_status_t s, mag_tensor_t **out) {
-    if (s == MAG_OK && d->dst && d->res != d->dst) {
-        if (!mag_can_cast(d->res->dtype, d->dst->dtype))
-            s = mag_error(MAG_ERR_TYPE, "%s: the result type %s cannot be written into a destination of type %s",
-                          d->name, MAG_DTNAME(d->res->dtype), MAG_DTNAME(d->dst->dtype));
-        else
-            s = mag_tensor_copy_(d->dst, d->res);
-    }
-    if (s != MAG_OK || d->dst) {
-        mag_tensor_release(d->res);
-        return s;
-    }
-    *out = d->res;
-    return MAG_OK;
 }
 
 /* ---- gather, index_select ---- */
@@ -125,7 +60,7 @@ mag_status_t mag_front_gather(mag_op_t op, mag_tensor_t *const *in, int64_t n_in
     const char *name = mag_op_info(op)->name;
     mag_tensor_t *x = in[0], *index = in[1];
     int64_t dim = 0;
-    MAG_TRY(attr_int(name, attrs, n_attrs, 0, 0, &dim));
+    MAG_TRY(mag_attr_int(name, attrs, n_attrs, 0, 0, &dim));
     MAG_TRY(mag_norm_dim(name, dim, x->rank, &dim));
     int64_t size = x->rank ? x->shape[dim] : 1;
     int64_t rank = x->rank, shape[MAG_MAX_RANK];
@@ -159,12 +94,12 @@ mag_status_t mag_front_gather(mag_op_t op, mag_tensor_t *const *in, int64_t n_in
     else if (rank) ist[dim] = 1;
     if (s == MAG_OK) s = private_view(x, rank, shape, xst, x->offset, &x_v);
     if (s == MAG_OK) s = private_view(idx, rank, shape, ist, idx->offset, &idx_v);
-    dest_t d;
-    if (s == MAG_OK) s = dest_open(&d, name, *out, x->dtype, rank, shape, in, 2, false);
+    mag_dest_t d;
+    if (s == MAG_OK) s = mag_dest_open(&d, name, *out, x->dtype, rank, shape, in, 2, false);
     if (s == MAG_OK) {
         mag_tensor_t *args[2] = {x_v, idx_v};
         mag_scalar_t step = mag_scalar_int(rank ? x->strides[dim] * (int64_t)mag_dtype_info(x->dtype)->size : 0);
-        s = dest_close(&d, mag_dispatch(op, x->dtype, d.res, args, 2, &step, 1, d.res->numel, false), out);
+        s = mag_dest_close(&d, mag_dispatch(op, x->dtype, d.res, args, 2, &step, 1, d.res->numel, false), out);
     }
     mag_tensor_release(x_v);
     mag_tensor_release(idx_v);
@@ -177,10 +112,10 @@ mag_status_t mag_front_gather(mag_op_t op, mag_tensor_t *const *in, int64_t n_in
 static mag_status_t run_where(mag_op_t op, const char *name, mag_tensor_t *c, mag_tensor_t *a, mag_tensor_t *b,
                               mag_dtype_t dt, int64_t rank, const int64_t *shape, mag_tensor_t *const *caller_in,
                               int64_t n_caller_in, mag_tensor_t **out) {
-    dest_t d;
-    MAG_TRY(dest_open(&d, name, *out, dt, rank, shape, caller_in, n_caller_in, true));
+    mag_dest_t d;
+    MAG_TRY(mag_dest_open(&d, name, *out, dt, rank, shape, caller_in, n_caller_in, true));
     mag_tensor_t *args[3] = {c, a, b};
-    return dest_close(&d, mag_dispatch(op, dt, d.res, args, 3, NULL, 0, d.res->numel, false), out);
+    return mag_dest_close(&d, mag_dispatch(op, dt, d.res, args, 3, NULL, 0, d.res->numel, false), out);
 }
 
 static mag_status_t check_bool(const char *name, const char *what, const mag_tensor_t *t) {
@@ -252,7 +187,7 @@ mag_status_t mag_front_tri(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, c
     const char *name = mag_op_info(op)->name;
     mag_tensor_t *x = in[0];
     int64_t diag = 0;
-    MAG_TRY(attr_int(name, attrs, n_attrs, 0, 0, &diag));
+    MAG_TRY(mag_attr_int(name, attrs, n_attrs, 0, 0, &diag));
     if (x->rank < 2)
         return mag_error(MAG_ERR_VALUE, "%s: the input must have at least 2 dims, got shape %s", name, MAG_SHAPE(x));
     int64_t m = x->shape[x->rank - 2], n = x->shape[x->rank - 1];
@@ -275,7 +210,7 @@ mag_status_t mag_front_one_hot(mag_op_t op, mag_tensor_t *const *in, int64_t n_i
     (void)n_in;
     mag_tensor_t *x = in[0], *v;
     int64_t classes = -1;
-    MAG_TRY(attr_int("one_hot", attrs, n_attrs, 0, -1, &classes));
+    MAG_TRY(mag_attr_int("one_hot", attrs, n_attrs, 0, -1, &classes));
     if (classes < -1) return mag_error(MAG_ERR_VALUE, "one_hot: num_classes must be >= -1, got %lld", (long long)classes);
     if (x->rank >= MAG_MAX_RANK)
         return mag_error(MAG_ERR_VALUE, "one_hot: the result of an input of shape %s would exceed rank %d",
@@ -298,9 +233,9 @@ mag_status_t mag_front_one_hot(mag_op_t op, mag_tensor_t *const *in, int64_t n_i
     int64_t shape[MAG_MAX_RANK];
     memcpy(shape, x->shape, sizeof(shape));
     shape[x->rank] = classes;
-    dest_t d;
-    if (s == MAG_OK) s = dest_open(&d, "one_hot", *out, MAG_DTYPE_INT64, x->rank + 1, shape, in, 1, false);
-    if (s == MAG_OK) s = dest_close(&d, mag_dispatch(op, x->dtype, d.res, &v, 1, NULL, 0, d.res->numel, false), out);
+    mag_dest_t d;
+    if (s == MAG_OK) s = mag_dest_open(&d, "one_hot", *out, MAG_DTYPE_INT64, x->rank + 1, shape, in, 1, false);
+    if (s == MAG_OK) s = mag_dest_close(&d, mag_dispatch(op, x->dtype, d.res, &v, 1, NULL, 0, d.res->numel, false), out);
     mag_tensor_release(v);
     return s;
 }
@@ -329,8 +264,8 @@ mag_status_t mag_front_multinomial(mag_op_t op, mag_tensor_t *const *in, int64_t
     (void)n_in;
     mag_tensor_t *p = in[0], *p64;
     int64_t samples = 1, replacement = 0;
-    MAG_TRY(attr_int("multinomial", attrs, n_attrs, 0, 1, &samples));
-    MAG_TRY(attr_int("multinomial", attrs, n_attrs, 1, 0, &replacement));
+    MAG_TRY(mag_attr_int("multinomial", attrs, n_attrs, 0, 1, &samples));
+    MAG_TRY(mag_attr_int("multinomial", attrs, n_attrs, 1, 0, &replacement));
     if (!(mag_dtype_info(p->dtype)->flags & MAG_DTF_FLOAT))
         return mag_error(MAG_ERR_TYPE, "multinomial: probabilities must be floating point, got %s (shape %s)",
                          MAG_DTNAME(p->dtype), MAG_SHAPE(p));
@@ -351,12 +286,12 @@ mag_status_t mag_front_multinomial(mag_op_t op, mag_tensor_t *const *in, int64_t
     if (__builtin_mul_overflow(rows, replacement ? samples : n, &draws))
         s = mag_error(MAG_ERR_VALUE, "multinomial: too many samples (%lld rows x %lld)", (long long)rows,
                       (long long)samples);
-    dest_t d;
-    if (s == MAG_OK) s = dest_open(&d, "multinomial", *out, MAG_DTYPE_INT64, p->rank, shape + 2 - p->rank, in, 1, false);
+    mag_dest_t d;
+    if (s == MAG_OK) s = mag_dest_open(&d, "multinomial", *out, MAG_DTYPE_INT64, p->rank, shape + 2 - p->rank, in, 1, false);
     if (s == MAG_OK) {
         mag_scalar_t kattrs[2] = {mag_scalar_int(samples), mag_scalar_bool(replacement != 0)};
         /* one random block per draw (with replacement) or per category (without) */
-        s = dest_close(&d, mag_dispatch(op, p->dtype, d.res, &p64, 1, kattrs, 2, draws, false), out);
+        s = mag_dest_close(&d, mag_dispatch(op, p->dtype, d.res, &p64, 1, kattrs, 2, draws, false), out);
     }
     mag_tensor_release(p64);
     return s;
@@ -383,15 +318,15 @@ mag_status_t mag_front_repeat(mag_op_t op, mag_tensor_t *const *in, int64_t n_in
     int64_t pair_shape[2 * MAG_MAX_RANK], pair_src[2 * MAG_MAX_RANK], pair_dst[2 * MAG_MAX_RANK], res_st[MAG_MAX_RANK];
     for (int64_t d = 0; d < rank; ++d) {
         int64_t xd = d - (rank - x->rank), r = 1;
-        MAG_TRY(attr_int("repeat", attrs, n_attrs, d, 1, &r));
+        MAG_TRY(mag_attr_int("repeat", attrs, n_attrs, d, 1, &r));
         if (r < 0) return mag_error(MAG_ERR_VALUE, "repeat: sizes must be >= 0, got %lld", (long long)r);
         src_shape[d] = xd < 0 ? 1 : x->shape[xd];
         src_st[d] = xd < 0 ? 0 : x->strides[xd];
         if (__builtin_mul_overflow(r, src_shape[d], &shape[d]))
             return mag_error(MAG_ERR_VALUE, "repeat: the result of repeating shape %s is too large", MAG_SHAPE(x));
     }
-    dest_t d;
-    MAG_TRY(dest_open(&d, "repeat", *out, x->dtype, rank, shape, in, 1, false));
+    mag_dest_t d;
+    MAG_TRY(mag_dest_open(&d, "repeat", *out, x->dtype, rank, shape, in, 1, false));
     mag_status_t s = MAG_OK;
     if (d.res->numel > 0) {
         mag_contiguous_strides(rank, shape, res_st);
@@ -411,7 +346,7 @@ mag_status_t mag_front_repeat(mag_op_t op, mag_tensor_t *const *in, int64_t n_in
         mag_tensor_release(src);
         mag_tensor_release(dst);
     }
-    return dest_close(&d, s, out);
+    return mag_dest_close(&d, s, out);
 }
 
 /* cat and stack: check the inputs and find the result's dtype and shape. Stack adds dim of size n. */
@@ -459,10 +394,10 @@ mag_status_t mag_front_cat(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, c
     const char *name = mag_op_info(op)->name;
     int64_t dim_attr = 0, dim = 0, rank = 0, shape[MAG_MAX_RANK], ref = 0, res_st[MAG_MAX_RANK], src_st[MAG_MAX_RANK];
     mag_dtype_t dt = MAG_DTYPE_FLOAT32;
-    MAG_TRY(attr_int(name, attrs, n_attrs, 0, 0, &dim_attr));
+    MAG_TRY(mag_attr_int(name, attrs, n_attrs, 0, 0, &dim_attr));
     MAG_TRY(cat_shape(op, in, n_in, dim_attr, &dim, &rank, shape, &dt, &ref));
-    dest_t d;
-    MAG_TRY(dest_open(&d, name, *out, dt, rank, shape, in, n_in, false));
+    mag_dest_t d;
+    MAG_TRY(mag_dest_open(&d, name, *out, dt, rank, shape, in, n_in, false));
     mag_contiguous_strides(rank, shape, res_st);
     mag_status_t s = MAG_OK;
     int64_t at = 0, piece[MAG_MAX_RANK];
@@ -479,5 +414,5 @@ mag_status_t mag_front_cat(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, c
         mag_tensor_release(src);
         mag_tensor_release(dst);
     }
-    return dest_close(&d, s, out);
+    return mag_dest_close(&d, s, out);
 }

@@ -5,6 +5,7 @@
  */
 #include "../backend.h"
 #include "cpuinfo.h"
+#include "gemm/gemm.h"
 #include "threadpool.h"
 
 #include <errno.h>
@@ -108,9 +109,23 @@ static uint32_t default_threads(void) {
     return n > MAG_POOL_MAX_THREADS ? MAG_POOL_MAX_THREADS : n;
 }
 
+/*
+ * The GEMM engine detects its own best path; a variant forced lower caps it, so that running the
+ * tests under a variant covers the whole backend at that ISA level.
+ */
+static void cap_gemm_path(const char *variant) {
+    mag_gemm_path_t cap = !strcmp(variant, "generic") ? MAG_GEMM_GENERIC
+                          : !strcmp(variant, "avx2")  ? MAG_GEMM_AVX2
+                          : !strcmp(variant, "avx512") ? MAG_GEMM_AVX512BF16
+                          : !strncmp(variant, "avx512", 6) ? MAG_GEMM_AMX
+                                                            : MAG_GEMM_GENERIC;
+    if (mag_gemm_path() > cap) mag_gemm_set_path(cap);
+}
+
 static void init(void) {
     chosen = select_variant();
     if (chosen) chosen->fill(kernels); /* else every lookup fails: no kernel runs on a wrong ISA */
+    if (chosen) cap_gemm_path(chosen->name);
     mag_pool_resize(default_threads());
 }
 

@@ -12,6 +12,7 @@
 #include "kernels/index.c"
 #include "kernels/matmul.c"
 #include "kernels/reduce.c"
+#include "kernels/rope.c"
 #include "kernels/softmax.c"
 #include "kernels/struct.c" /* after copy.c: repeat, cat and stack use its kernel */
 #include "kernels/topk.c"
@@ -120,4 +121,5 @@ void MAG_CAT(mag_cpu_table_, MAG_CPU_VARIANT)(mag_kernel_table_t t) {
     register_softmax(t);
     register_topk(t);
     register_cumsum(t);
+    register_rope(t);
 }

@@ -144,14 +144,16 @@ class LanguageModel:
 
 def load(source: str | os.PathLike, dtype: DType | str | None = None, num_threads: int | None = None) -> LanguageModel:
     """A language model from a Hugging Face checkpoint folder, a ``.safetensors`` file (config.json
-    beside it), a ``.gguf`` file or a ``.mag`` snapshot. Weights in safetensors and .mag files are
-    mapped, not copied. ``dtype`` casts the weights (default: as stored; quantised GGUF tensors
-    arrive as bfloat16); ``num_threads`` sets ``mag.context.num_threads``."""
+    beside it), a ``.gguf`` file, a ``.mag`` snapshot or the name of a pulled model (``models.pull``).
+    Weights in safetensors and .mag files are mapped, not copied. ``dtype`` casts the weights
+    (default: as stored; quantised GGUF tensors arrive as bfloat16); ``num_threads`` sets
+    ``mag.context.num_threads``."""
     from ..io.convert import open_source
+    from .registry import resolve
 
     if num_threads is not None:
         context.num_threads = num_threads
-    src = open_source(source)
+    src = open_source(resolve(source))
     meta = src.metadata
     tensors = {s.name: src.tensor(s) for s in src.specs}
     if gguf.is_gguf(meta):

@@ -1,6 +1,7 @@
 """``nn.functional``: neural-network functions composed from tensor ops (PyTorch's names and semantics).
 
-Everything here is written with differentiable core ops, so gradients come for free.
+Everything here is written with differentiable core ops (some fused into one, like rope), so
+gradients come for free.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from collections.abc import Sequence
 
 from .. import _C, _grad_mode
 from .. import dtype as _dt
+from .._ops_struct import _ID as _OP_ID
 from .._tensor import Tensor
 
-_SDPA_ID = {r["name"]: r["id"] for r in _C.op_table()}["scaled_dot_product_attention"]
 _FUSED_DTYPES = (_dt.float32, _dt.float16, _dt.bfloat16)
 
 
@@ -218,7 +219,7 @@ def scaled_dot_product_attention(
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
     recording = _grad_mode.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
     if attn_mask is None and q.dtype in _FUSED_DTYPES and not recording:
-        return _C._op(_SDPA_ID, [q, k, v], [scale, bool(is_causal), int(causal_offset)])
+        return _C._op(_OP_ID["scaled_dot_product_attention"], [q, k, v], [scale, bool(is_causal), int(causal_offset)])
     grouped = q.rank >= 3 and q.shape[-3] != k.shape[-3]
     if grouped:
         hq, hk = q.shape[-3], k.shape[-3]
@@ -271,16 +272,9 @@ def rope_frequencies(
 
 
 def rope(x: Tensor, cos: Tensor, sin: Tensor, interleaved: bool = False) -> Tensor:
-    """Rotate pairs of features of x (..., T, D) by the angles in cos/sin (T, D // 2).
+    """Rotate pairs of features of x (..., T, D) by the angles in cos/sin (T, D // 2), one fused op.
 
     "Rotate half" pairs feature i with i + D/2 (Llama/Qwen/GPT-NeoX); interleaved pairs 2i with 2i + 1 (GPT-J).
+    cos/sin broadcast against x's leading dims and are used in x's dtype.
     """
-    d = x.shape[-1]
-    if cos.shape[-1] * 2 != d:
-        raise ValueError(f"rope: cos/sin have {cos.shape[-1]} frequencies, x has {d} features")
-    if interleaved:
-        pairs = x.unflatten(-1, (d // 2, 2))
-        x1, x2 = pairs.select(-1, 0), pairs.select(-1, 1)
-        return Tensor.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
-    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
-    return Tensor.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+    return _C._op(_OP_ID["rope"], [x, cos, sin], [interleaved])

@@ -79,3 +79,24 @@ class progress:  # noqa: N801 (used like a function: ``with progress(n, "convert
 
     def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
         self.bar.close()
+
+
+class LazyProgress:
+    """A progress bar that appears once the total is known (``start``); for callbacks such as
+    ``convert(on_start=bar.start, on_tensor=bar.update)``."""
+
+    def __init__(self, desc: str, unit: str = "B") -> None:
+        self.desc, self.unit = desc, unit
+        self.bar: progress | None = None
+
+    def start(self, total: int) -> None:
+        self.bar = progress(total, self.desc, self.unit)
+
+    def update(self, n: int = 1) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None

@@ -1,27 +1,31 @@
 /*
- * MATMUL: C = A . B for every batch entry; a cache-blocked GEMM in portable C.
+ * MATMUL: C = A . B for every batch entry.
  *
  * The front end (src/core/ops_matmul.c) hands over A (..., M, K), B (..., K, N) and C (..., M, N)
  * of one rank, batch dims already broadcast (stride 0), any strides (transposed, sliced, negative):
  * packing reads them, so no operand is ever copied to make it contiguous.
  *
- * Blocking (Goto/BLIS style): C is cut into MC x NC tiles, shared out among threads. For a tile,
- * each KC-deep slice of A (MC x KC, sized for L2) and B (KC x NC) is packed into MR-row and
+ * float32, float16 and bfloat16 go to the GEMM engine (src/cpu/gemm: per-ISA microkernels, GEMV
+ * for few rows, float32 accumulation). The other dtypes use the portable driver below.
+ *
+ * Portable driver (Goto/BLIS style): C is cut into MC x NC tiles, shared out among threads. For a
+ * tile, each KC-deep slice of A (MC x KC, sized for L2) and B (KC x NC) is packed into MR-row and
  * NR-column panels of the compute type, zero-padded at the edges; the micro-kernel then adds
  * A-panel . B-panel into an MR x NR block of a compute-type accumulator tile that is written to C
- * (converted to C's dtype) once the whole K loop is done. So 16-bit floats accumulate in float32,
- * and integers in 32/64-bit unsigned arithmetic (wrapping, the same result modulo 2^bits as
- * PyTorch's).
+ * once the whole K loop is done. Integers accumulate in 32/64-bit unsigned arithmetic (wrapping,
+ * the same result modulo 2^bits as PyTorch's).
  *
- * The micro-kernels are the place for per-ISA code: mag_gemm_micro_<ct>(kc, ap, bp, c, ldc) adds
- * sum_k ap[k*MR + i] * bp[k*NR + j] to c[i*ldc + j] for i < MR, j < NR. The generic versions are
- * plain loops over a local accumulator block that the compiler keeps in vector registers.
+ * mag_gemm_micro_<ct>(kc, ap, bp, c, ldc) adds sum_k ap[k*MR + i] * bp[k*NR + j] to c[i*ldc + j]
+ * for i < MR, j < NR: plain loops over a local accumulator block that the compiler keeps in
+ * vector registers.
  */
 #include "common.h"
 
-/* Block sizes and micro-kernel shapes were measured on the generic (SSE2) build: 4 x 8 floats keeps
- * the accumulators and operands within 16 vector registers (2 x 16, 3 x 16, 4 x 16, 6 x 8 and 8 x 8
- * were slower); KC x NR of B stays in L1 while MC x KC of A streams from L2. */
+#include "../gemm/gemm.h"
+
+/* Block sizes and micro-kernel shapes were measured on the generic (SSE2) build with float32: 4 x 8
+ * keeps the accumulators and operands within 16 vector registers (2 x 16, 3 x 16, 4 x 16, 6 x 8 and
+ * 8 x 8 were slower); KC x NR of B stays in L1 while MC x KC of A streams from L2. */
 #define GEMM_KC 256
 #define GEMM_MC 96
 #define GEMM_NC 512
@@ -46,14 +50,12 @@ typedef struct gemm_view {
         for (int i = 0; i < MR; ++i)                                                                                   \
             for (int j = 0; j < NR; ++j) c[i * ldc + j] += acc[i][j];                                                  \
     }
-GEMM_MICRO(f32, float, 4, 8)
 GEMM_MICRO(f64, double, 4, 4)
 GEMM_MICRO(u32, uint32_t, 4, 8)
 GEMM_MICRO(u64, uint64_t, 4, 4)
 
 /* ---- the driver, per storage dtype: X(ID, storage type, compute type, micro-kernel name) ---- */
 #define GEMM_DTYPES(X)                                                                                                 \
-    X(FLOAT32, float, float, f32) X(FLOAT16, uint16_t, float, f32) X(BFLOAT16, uint16_t, float, f32)                   \
     X(FLOAT64, double, double, f64) X(INT8, int8_t, uint32_t, u32) X(UINT8, uint8_t, uint32_t, u32)                    \
     X(INT16, int16_t, uint32_t, u32) X(UINT16, uint16_t, uint32_t, u32) X(INT32, int32_t, uint32_t, u32)               \
     X(UINT32, uint32_t, uint32_t, u32) X(INT64, int64_t, uint64_t, u64) X(UINT64, uint64_t, uint64_t, u64)
@@ -158,5 +160,62 @@ static bool gemm_tiles_next(gemm_tiles_t *t, gemm_view_t *g, int64_t *m0, int64_
 
 GEMM_DTYPES(GEMM_DRIVER)
 
+/* ---- float32 / float16 / bfloat16: the GEMM engine ---- */
+
+/*
+ * Batch dims that step like one dim in all three operands merge (a contiguous (B, H, M, K) stack
+ * is one run of B*H matrices). Leaves n_dims dims, innermost last, with their sizes and the
+ * element strides of A, B and C.
+ */
+static int64_t engine_batch_dims(const mag_kernel_args_t *a, int64_t shape[], int64_t strides[][3]) {
+    const mag_tensor_t *ops[3] = {a->in[0], a->in[1], a->out};
+    int64_t n = 0;
+    for (int64_t d = 0; d < a->out->rank - 2; ++d) {
+        int64_t size = a->out->shape[d];
+        if (size == 1) continue;
+        bool merge = n > 0;
+        for (int i = 0; i < 3 && merge; ++i) merge = strides[n - 1][i] == ops[i]->strides[d] * size;
+        if (merge) {
+            shape[n - 1] *= size;
+            for (int i = 0; i < 3; ++i) strides[n - 1][i] = ops[i]->strides[d];
+            continue;
+        }
+        shape[n] = size;
+        for (int i = 0; i < 3; ++i) strides[n][i] = ops[i]->strides[d];
+        ++n;
+    }
+    return n;
+}
+
+/* Every thread walks all outer batch entries; mag_gemm_batched shares each inner run among them. */
+static void k_matmul_engine(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {
+    const mag_tensor_t *A = a->in[0], *B = a->in[1], *C = a->out;
+    int64_t r = C->rank, m = C->shape[r - 2], n = C->shape[r - 1], k = A->shape[r - 1];
+    int64_t es = (int64_t)mag_dtype_info(C->dtype)->size, shape[MAG_MAX_RANK] = {1}, strides[MAG_MAX_RANK][3] = {{0}};
+    int64_t nd = engine_batch_dims(a, shape, strides), inner = nd > 0 ? nd - 1 : 0, outer = 1;
+    for (int64_t d = 0; d < inner; ++d) outer *= shape[d];
+    const uint8_t *pa = mag_tensor_data(A), *pb = mag_tensor_data(B);
+    uint8_t *pc = mag_tensor_data(C);
+    for (int64_t o = 0; o < outer; ++o) {
+        int64_t oa = 0, ob = 0, oc = 0, rest = o;
+        for (int64_t d = inner - 1; d >= 0; --d) {
+            int64_t i = rest % shape[d];
+            rest /= shape[d];
+            oa += i * strides[d][0], ob += i * strides[d][1], oc += i * strides[d][2];
+        }
+        if (!mag_gemm_batched(C->dtype, shape[inner], m, n, k, pa + oa * es, strides[inner][0], A->strides[r - 2],
+                              A->strides[r - 1], pb + ob * es, strides[inner][1], B->strides[r - 2], B->strides[r - 1],
+                              pc + oc * es, strides[inner][2], C->strides[r - 2], C->strides[r - 1], 1.0f, 0.0f, ti,
+                              nt)) {
+            atomic_store(a->status, MAG_ERR_MEMORY);
+            return;
+        }
+    }
+}
+
 #define REG_MATMUL(ID, ST, CT, CTN) t[MAG_OP_MATMUL][MAG_DTYPE_##ID] = k_matmul_##ID;
-static void register_matmul(mag_kernel_table_t t) { GEMM_DTYPES(REG_MATMUL) }
+static void register_matmul(mag_kernel_table_t t) {
+    GEMM_DTYPES(REG_MATMUL)
+    t[MAG_OP_MATMUL][MAG_DTYPE_FLOAT32] = t[MAG_OP_MATMUL][MAG_DTYPE_FLOAT16] = t[MAG_OP_MATMUL][MAG_DTYPE_BFLOAT16] =
+        k_matmul_engine;
+}
