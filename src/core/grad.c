@@ -9,7 +9,7 @@
 
 static const grad_entry_t *grad_entry(mag_op_t op) {
     static const grad_entry_t *const tables[] = {mag_grad_table_elementwise, mag_grad_table_struct,
-                                                 mag_grad_table_reduce, mag_grad_table_rope};
+                                                 mag_grad_table_reduce, mag_grad_table_rope, mag_grad_table_norm};
     for (size_t i = 0; i < sizeof(tables) / sizeof(*tables); ++i)
         if (tables[i][op].fn) return &tables[i][op];
     return NULL;

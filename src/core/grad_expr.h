@@ -94,5 +94,6 @@ extern const grad_entry_t mag_grad_table_elementwise[MAG_OP__COUNT];
 extern const grad_entry_t mag_grad_table_struct[MAG_OP__COUNT];
 extern const grad_entry_t mag_grad_table_reduce[MAG_OP__COUNT];
 extern const grad_entry_t mag_grad_table_rope[MAG_OP__COUNT];
+extern const grad_entry_t mag_grad_table_norm[MAG_OP__COUNT];
 
 #endif

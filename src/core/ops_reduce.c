@@ -41,8 +41,7 @@ static double attr_float(mag_scalar_t a) {
     }
 }
 
-/* Hands the result to the caller: as *out, or copied into the caller's destination *out. */
-static mag_status_t deliver(const char *op, mag_status_t s, mag_tensor_t *res, mag_tensor_t **out) {
+mag_status_t mag_deliver_result(const char *op, mag_status_t s, mag_tensor_t *res, mag_tensor_t **out) {
     mag_tensor_t *dst = *out;
     if (s == MAG_OK && dst) {
         if (dst->rank != res->rank || memcmp(dst->shape, res->shape, (size_t)res->rank * sizeof(int64_t)))
@@ -279,7 +278,7 @@ mag_status_t mag_front_reduce(mag_op_t op, mag_tensor_t *const *in, int64_t n_in
     case MAG_OP_LOGSUMEXP: s = run_logsumexp(x, &rs, res); break;
     default: s = red_run(op, x, NULL, &rs, MAG_RED_POST_NONE, 0, res); break;
     }
-    return deliver(name, s, res, out);
+    return mag_deliver_result(name, s, res, out);
 }
 
 /* ---- ops along one dim ---- */
@@ -297,7 +296,7 @@ static mag_status_t run_along(mag_op_t op, mag_tensor_t *x, mag_dtype_t rdt, int
     MAG_TRY(mag_tensor_empty(rdt, x->rank, x->shape, &res));
     mag_scalar_t a = mag_scalar_int(dim);
     mag_status_t s = mag_dispatch(op, x->dtype, res, &x, 1, &a, 1, x->numel, false);
-    return deliver(mag_op_info(op)->name, s, res, out);
+    return mag_deliver_result(mag_op_info(op)->name, s, res, out);
 }
 
 mag_status_t mag_front_softmax(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, const mag_scalar_t *attrs,
@@ -355,5 +354,5 @@ mag_status_t mag_front_topk(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, 
     mag_tensor_t *args[2] = {x, idx};
     mag_status_t s = mag_dispatch(op, x->dtype, res, args, 2, a, 4, x->numel, false);
     if (s == MAG_OK) mag_tensor_bump_version(idx);
-    return deliver("topk", s, res, out);
+    return mag_deliver_result("topk", s, res, out);
 }

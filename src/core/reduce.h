@@ -17,6 +17,8 @@
 #ifndef MAG_REDUCE_H
 #define MAG_REDUCE_H
 
+#include "internal.h"
+
 enum { MAG_RED_MASK, MAG_RED_CHUNKS, MAG_RED_POST, MAG_RED_ARG, MAG_RED_N_ATTRS };
 
 typedef enum mag_red_post {
@@ -25,5 +27,19 @@ typedef enum mag_red_post {
     MAG_RED_POST_DIV_SQRT, /* sqrt(v / ARG) (std) */
     MAG_RED_POST_LOG_ADD,  /* log(v) + center (logsumexp) */
 } mag_red_post_t;
+
+/*
+ * rms_norm and layer_norm (ops_norm.c, cpu/kernels/norm.c): in0 = x, then the weight and the bias
+ * where given, contiguous and, for 16-bit x, float32; out is contiguous like x. The last DIMS dims
+ * of x are normalised, one row of their product at a time, each in the compute type (float32 for
+ * 16-bit floats).
+ */
+enum { MAG_NORM_DIMS, MAG_NORM_EPS, MAG_NORM_HAS_WEIGHT, MAG_NORM_HAS_BIAS, MAG_NORM_N_ATTRS };
+
+/*
+ * For the front ends of ops_reduce.c and ops_norm.c: hands the result res of status s to the caller,
+ * as *out, or copied into the caller's destination *out (res is released then).
+ */
+mag_status_t mag_deliver_result(const char *op, mag_status_t s, mag_tensor_t *res, mag_tensor_t **out);
 
 #endif

@@ -11,6 +11,7 @@
 #include "kernels/fill.c"
 #include "kernels/index.c"
 #include "kernels/matmul.c"
+#include "kernels/norm.c"
 #include "kernels/reduce.c"
 #include "kernels/rope.c"
 #include "kernels/softmax.c"
@@ -115,6 +116,7 @@ void MAG_CAT(mag_cpu_table_, MAG_CPU_VARIANT)(mag_kernel_table_t t) {
     register_fill(t);
     register_index(t);
     register_matmul(t);
+    register_norm(t);
     register_struct(t);
     register_unary(t);
     register_reduce(t);

@@ -1,6 +1,7 @@
 """``nn.functional``: neural-network functions composed from tensor ops (PyTorch's names and semantics).
 
-Everything here is written with differentiable core ops (some fused into one, like rope), so
+Everything here is written with differentiable core ops (rms_norm, layer_norm, rope and the
+attention are fused ops with their own gradients or a composed differentiable path), so
 gradients come for free.
 """
 
@@ -14,6 +15,7 @@ from .. import dtype as _dt
 from .._ops_struct import _ID as _OP_ID
 from .._tensor import Tensor
 
+_SDPA_ID = _OP_ID["scaled_dot_product_attention"]
 _FUSED_DTYPES = (_dt.float32, _dt.float16, _dt.bfloat16)
 
 
@@ -30,11 +32,26 @@ def embedding(ids: Tensor, weight: Tensor) -> Tensor:
     return weight[ids]
 
 
-def _norm_dims(x: Tensor, normalized_shape: int | Sequence[int], what: str) -> tuple[int, ...]:
+# torch.finfo(dtype).eps: rms_norm's default eps
+_EPS = {_dt.float32: 2.0**-23, _dt.float16: 2.0**-10, _dt.bfloat16: 2.0**-7, _dt.float64: 2.0**-52}
+
+
+def _norm(
+    op: str,
+    x: Tensor,
+    normalized_shape: int | Sequence[int],
+    weight: Tensor | None,
+    bias: Tensor | None,
+    eps: float,
+) -> Tensor:
+    """The fused rms_norm / layer_norm op over the trailing ``normalized_shape`` dims of x."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if tuple(x.shape[x.rank - len(shape) :]) != shape:
-        raise ValueError(f"{what}: normalized_shape {shape} does not match the trailing dims of input shape {x.shape}")
-    return tuple(range(x.rank - len(shape), x.rank))
+    if not shape or len(shape) > x.rank or tuple(x.shape[x.rank - len(shape) :]) != shape:
+        raise ValueError(
+            f"{op}: normalized_shape {shape} does not match the trailing dims of the input of shape {tuple(x.shape)}"
+        )
+    inputs = [x] + [t for t in (weight, bias) if t is not None]
+    return _C._op(_OP_ID[op], inputs, [len(shape), float(eps), weight is not None, bias is not None])
 
 
 def layer_norm(
@@ -44,23 +61,16 @@ def layer_norm(
     bias: Tensor | None = None,
     eps: float = 1e-5,
 ) -> Tensor:
-    dims = _norm_dims(x, normalized_shape, "layer_norm")
-    mean = x.mean(dim=dims, keepdim=True)
-    centered = x - mean
-    var = (centered * centered).mean(dim=dims, keepdim=True)
-    y = centered * (var + eps).rsqrt()
-    if weight is not None:
-        y = y * weight
-    return y + bias if bias is not None else y
+    """(x - mean) / sqrt(var + eps) * weight + bias over the trailing ``normalized_shape`` dims (biased var)."""
+    return _norm("layer_norm", x, normalized_shape, weight, bias, eps)
 
 
 def rms_norm(
     x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None, eps: float | None = None
 ) -> Tensor:
-    dims = _norm_dims(x, normalized_shape, "rms_norm")
-    eps = 1e-6 if eps is None else eps
-    y = x * ((x * x).mean(dim=dims, keepdim=True) + eps).rsqrt()
-    return y * weight if weight is not None else y
+    """x / sqrt(mean(x^2) + eps) * weight over the trailing ``normalized_shape`` dims; eps defaults to the
+    machine epsilon of x's dtype, as in torch."""
+    return _norm("rms_norm", x, normalized_shape, weight, None, _EPS.get(x.dtype, 0.0) if eps is None else eps)
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:
@@ -219,7 +229,7 @@ def scaled_dot_product_attention(
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
     recording = _grad_mode.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
     if attn_mask is None and q.dtype in _FUSED_DTYPES and not recording:
-        return _C._op(_OP_ID["scaled_dot_product_attention"], [q, k, v], [scale, bool(is_causal), int(causal_offset)])
+        return _C._op(_SDPA_ID, [q, k, v], [scale, bool(is_causal), int(causal_offset)])
     grouped = q.rank >= 3 and q.shape[-3] != k.shape[-3]
     if grouped:
         hq, hk = q.shape[-3], k.shape[-3]

@@ -10,6 +10,9 @@
 
 #include <math.h>
 #include <string.h>
+#if defined(__F16C__) && defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #define MAG_FLOAT_DTYPES(X) X(FLOAT32, float, float) X(FLOAT16, uint16_t, float) X(BFLOAT16, uint16_t, float) X(FLOAT64, double, double)
 #define MAG_SINT_DTYPES(X) X(INT8, int8_t, int8_t) X(INT16, int16_t, int16_t) X(INT32, int32_t, int32_t) X(INT64, int64_t, int64_t)
@@ -32,11 +35,28 @@
 #define MAG_NUMERIC_DTYPES_A(X, a) MAG_FLOAT_DTYPES_A(X, a) MAG_INT_DTYPES_A(X, a)
 #define MAG_ALL_DTYPES_A(X, a) MAG_NUMERIC_DTYPES_A(X, a) MAG_BOOL_DTYPES_A(X, a)
 
+/* For the small helpers that inner loops call: every kernel file lands in one big translation
+ * unit (variant.c), where the compiler's inlining budget runs out, and a call left in a loop
+ * keeps it from vectorising. */
+#define MAG_INLINE static inline __attribute__((always_inline))
+
+MAG_INLINE uint32_t mag_fbits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return u;
+}
+MAG_INLINE float mag_bitsf(uint32_t u) {
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
 /*
- * 16-bit float loads, inline and branch-free (selects by masks) so that loops over them vectorise;
- * the results are those of mag_f16_to_f32 / mag_bf16_to_f32 (the tests compare all 65536 inputs).
+ * 16-bit float loads and stores, inline and branch-free (selects by masks) so that loops over
+ * them vectorise; the results are those of mag_f16_to_f32 / mag_bf16_to_f32 (the tests compare
+ * all 65536 inputs) and mag_f32_to_f16 / mag_f32_to_bf16 (all 2^32 inputs checked when written).
  */
-static inline float mag_ld_f16(uint16_t h) {
+MAG_INLINE float mag_ld_f16(uint16_t h) {
     uint32_t mag = (uint32_t)(h & 0x7fffu);
     uint32_t special = 0u - (uint32_t)(mag >= 0x7c00u), tiny = 0u - (uint32_t)(mag < 0x400u); /* masks */
     /* normal: exponent rebiased by 127 - 15; inf and NaN (payload kept): by 255 - 31 */
@@ -48,12 +68,88 @@ static inline float mag_ld_f16(uint16_t h) {
     memcpy(&f, &bits, 4);
     return f;
 }
-static inline float mag_ld_bf16(uint16_t h) {
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
+MAG_INLINE float mag_ld_bf16(uint16_t h) { return mag_bitsf((uint32_t)h << 16); }
+MAG_INLINE uint16_t mag_st_f16(float x) {
+    uint32_t u = mag_fbits(x), a = u & 0x7fffffffu;
+    uint32_t nan = 0x7e00u | ((a >> 13) & 0x3ffu);
+    /* subnormal or zero: adding 0.5 makes the FPU round the mantissa at the f16 subnormal position */
+    uint32_t sub = mag_fbits(mag_bitsf(a) + 0.5f) - 0x3f000000u;
+    uint32_t norm = (a + 0xc8000fffu + ((a >> 13) & 1u)) >> 13; /* rebias (-112 << 23), round to nearest even */
+    uint32_t r = a < 0x38800000u ? sub : norm;
+    r = a >= 0x477ff000u ? 0x7c00u : r; /* >= 65520 rounds to inf */
+    r = a > 0x7f800000u ? nan : r;
+    return (uint16_t)(((u >> 16) & 0x8000u) | r);
 }
+MAG_INLINE uint16_t mag_st_bf16(float x) {
+    uint32_t u = mag_fbits(x);
+    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; /* round to nearest even */
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : r); /* NaN: quiet, sign kept */
+}
+
+/*
+ * n float16 values to float32 and back, 16 or 8 at a time with AVX-512 or F16C where the
+ * variant has them (the compiler does not vectorise the conversion instructions on its own),
+ * the same bits as the scalar helpers above: the hardware quiets a signalling NaN on load, so
+ * its quiet bit is cleared again.
+ */
+MAG_INLINE void mag_f16_to_f32_n(float *d, const uint16_t *s, int64_t n) {
+    int64_t i = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+    const __m256i exp_q16 = _mm256_set1_epi16(0x7e00), snan_exp16 = _mm256_set1_epi16(0x7c00);
+    for (; i + 16 <= n; i += 16) {
+        __m256i h = _mm256_loadu_si256((const __m256i *)(s + i));
+        __mmask16 snan = _mm256_cmpeq_epi16_mask(_mm256_and_si256(h, exp_q16), snan_exp16) &
+                         _mm256_test_epi16_mask(h, _mm256_set1_epi16(0x1ff));
+        __m512i f = _mm512_castps_si512(_mm512_cvtph_ps(h));
+        _mm512_storeu_ps(d + i, _mm512_castsi512_ps(_mm512_mask_xor_epi32(f, snan, f, _mm512_set1_epi32(0x400000))));
+    }
+#endif
+#if defined(__F16C__) && defined(__AVX2__)
+    const __m128i exp_q = _mm_set1_epi16(0x7e00), snan_exp = _mm_set1_epi16(0x7c00), payload = _mm_set1_epi16(0x1ff);
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(s + i));
+        __m128i snan = _mm_andnot_si128(_mm_cmpeq_epi16(_mm_and_si128(h, payload), _mm_setzero_si128()),
+                                        _mm_cmpeq_epi16(_mm_and_si128(h, exp_q), snan_exp));
+        __m256i quiet = _mm256_and_si256(_mm256_cvtepi16_epi32(snan), _mm256_set1_epi32(0x400000));
+        __m256i f = _mm256_xor_si256(_mm256_castps_si256(_mm256_cvtph_ps(h)), quiet);
+        _mm256_storeu_ps(d + i, _mm256_castsi256_ps(f));
+    }
+#endif
+    for (; i < n; ++i) d[i] = mag_ld_f16(s[i]);
+}
+MAG_INLINE void mag_f32_to_f16_n(uint16_t *d, const float *s, int64_t n) {
+    int64_t i = 0;
+#ifdef __AVX512F__
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(d + i),
+                            _mm512_cvtps_ph(_mm512_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+#endif
+#if defined(__F16C__) && defined(__AVX2__)
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        _mm_storeu_si128((__m128i *)(d + i), h);
+    }
+#endif
+    for (; i < n; ++i) d[i] = mag_st_f16(s[i]);
+}
+
+/* bfloat16 needs no special instructions: these loops vectorise as they are */
+MAG_INLINE void mag_bf16_to_f32_n(float *d, const uint16_t *s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) d[i] = mag_ld_bf16(s[i]);
+}
+MAG_INLINE void mag_f32_to_bf16_n(uint16_t *d, const float *s, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) d[i] = mag_st_bf16(s[i]);
+}
+
+/* n contiguous float values, storage -> compute type and back (the float dtypes only) */
+#define MAG_LD_N_FLOAT32(d, s, n) memcpy((d), (s), (size_t)(n) * sizeof(float))
+#define MAG_LD_N_FLOAT64(d, s, n) memcpy((d), (s), (size_t)(n) * sizeof(double))
+#define MAG_LD_N_FLOAT16(d, s, n) mag_f16_to_f32_n((d), (s), (n))
+#define MAG_LD_N_BFLOAT16(d, s, n) mag_bf16_to_f32_n((d), (s), (n))
+#define MAG_ST_N_FLOAT32(d, s, n) memcpy((d), (s), (size_t)(n) * sizeof(float))
+#define MAG_ST_N_FLOAT64(d, s, n) memcpy((d), (s), (size_t)(n) * sizeof(double))
+#define MAG_ST_N_FLOAT16(d, s, n) mag_f32_to_f16_n((d), (s), (n))
+#define MAG_ST_N_BFLOAT16(d, s, n) mag_f32_to_bf16_n((d), (s), (n))
 
 /* load: storage -> compute */
 #define MAG_LD_FLOAT32(v) (v)
@@ -96,8 +192,8 @@ static inline uint64_t mag_f2u64(double x) {
 
 /* store: any C arithmetic value -> storage, with the conversion rules above */
 #define MAG_ST_FLOAT32(v) ((float)(v))
-#define MAG_ST_FLOAT16(v) mag_f32_to_f16((float)(v))
-#define MAG_ST_BFLOAT16(v) mag_f32_to_bf16((float)(v))
+#define MAG_ST_FLOAT16(v) mag_st_f16((float)(v))
+#define MAG_ST_BFLOAT16(v) mag_st_bf16((float)(v))
 #define MAG_ST_FLOAT64(v) ((double)(v))
 #define MAG_ST_BOOLEAN(v) ((uint8_t)((v) != 0))
 #define MAG_ST_INT8(v) ((int8_t)MAG_F2INT(mag_f2i32, v))

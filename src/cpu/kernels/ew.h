@@ -41,18 +41,81 @@ MAG_ALL_DTYPES(MAG_EW_LOAD_FN)
 #define MAG_EW_FINISH(a, err)                                                                                          \
     if (err) atomic_store((a)->status, err)
 
+/*
+ * Contiguous loops. Most dtypes load, compute and store in one loop. The 16-bit floats go
+ * through float32 chunks instead: float16 for F16C (mag_f16_to_f32_n, which the compiler does
+ * not use on its own), bfloat16 because the float32 math vectorises better on its own than
+ * fused with the conversions. MAG_EW_PATH(ID) names the loop kind: HALF for the dtypes that
+ * define MAG_EW_PATH_<ID> as "~, HALF", PLAIN for the rest.
+ */
+#define MAG_EW_PATH_FLOAT16 ~, HALF
+#define MAG_EW_PATH_BFLOAT16 ~, HALF
+#define MAG_EW_SECOND_(a, b, ...) b
+#define MAG_EW_SECOND(...) MAG_EW_SECOND_(__VA_ARGS__)
+#define MAG_EW_PATH(ID) MAG_EW_SECOND(MAG_EW_PATH_##ID, PLAIN, ~)
+#define MAG_EW_CAT_(a, b) a##b
+#define MAG_EW_CAT(a, b) MAG_EW_CAT_(a, b)
+#define MAG_EW_CHUNK 512
+
+/* chunk results: SAME overwrites the float32 operand buffer `in` (then converted), BOOL has its own */
+#define MAG_EW_RES_SAME(name, in) float *name = (in)
+#define MAG_EW_RES_BOOL(name, in) uint8_t name[MAG_EW_CHUNK]
+#define MAG_EW_BUFST_SAME(v) ((float)(v))
+#define MAG_EW_BUFST_BOOL(v) MAG_ST_BOOLEAN(v)
+#define MAG_EW_PUT_SAME(ID, o, b, m) MAG_ST_N_##ID(o, b, m)
+#define MAG_EW_PUT_BOOL(ID, o, b, m) memcpy(o, b, (size_t)(m))
+
+#define MAG_EW_UNARY_LOOP_PLAIN(MODE, expr, ID, ST, CT)                                                                \
+    for (int64_t i = 0; i < n; ++i) {                                                                                  \
+        CT x = MAG_LD_##ID(xs[i]);                                                                                     \
+        o[i] = MAG_EW_ST_##MODE(ID, expr);                                                                             \
+    }
+#define MAG_EW_UNARY_LOOP_HALF(MODE, expr, ID, ST, CT)                                                                 \
+    for (int64_t i0 = 0; i0 < n; i0 += MAG_EW_CHUNK) {                                                                 \
+        int64_t m = n - i0 < MAG_EW_CHUNK ? n - i0 : MAG_EW_CHUNK;                                                     \
+        float xb[MAG_EW_CHUNK];                                                                                        \
+        MAG_EW_RES_##MODE(rb, xb);                                                                                     \
+        xb[0] = 0; /* for -Wmaybe-uninitialized, which cannot see that the conversion fills xb[0, m) */                \
+        MAG_LD_N_##ID(xb, xs + i0, m);                                                                                 \
+        for (int64_t i = 0; i < m; ++i) {                                                                              \
+            CT x = xb[i];                                                                                              \
+            rb[i] = MAG_EW_BUFST_##MODE(expr);                                                                         \
+        }                                                                                                              \
+        MAG_EW_PUT_##MODE(ID, o + i0, rb, m);                                                                          \
+    }
+
+/* One contiguous loop of a binary row; XS/YS are 1 for an operand that advances, 0 for a broadcast one. */
+#define MAG_EW_BINARY_LOOP_PLAIN(MODE, expr, ID, ST, CT, XS, YS)                                                       \
+    for (int64_t i = 0; i < n; ++i) {                                                                                  \
+        CT x = MAG_LD_##ID(xs[(XS) * i]), y = MAG_LD_##ID(ys[(YS) * i]);                                               \
+        o[i] = MAG_EW_ST_##MODE(ID, expr);                                                                             \
+    }
+#define MAG_EW_BINARY_LOOP_HALF(MODE, expr, ID, ST, CT, XS, YS)                                                        \
+    for (int64_t i0 = 0; i0 < n; i0 += MAG_EW_CHUNK) {                                                                 \
+        int64_t m = n - i0 < MAG_EW_CHUNK ? n - i0 : MAG_EW_CHUNK;                                                     \
+        float xb[MAG_EW_CHUNK], yb[MAG_EW_CHUNK];                                                                      \
+        MAG_EW_RES_##MODE(rb, (XS) ? xb : yb);                                                                         \
+        xb[0] = yb[0] = 0; /* see MAG_EW_UNARY_LOOP_HALF */                                                            \
+        MAG_LD_N_##ID(xb, xs + (XS) * i0, (XS) ? m : 1);                                                               \
+        MAG_LD_N_##ID(yb, ys + (YS) * i0, (YS) ? m : 1);                                                               \
+        for (int64_t i = 0; i < m; ++i) {                                                                              \
+            CT x = xb[(XS) * i], y = yb[(YS) * i];                                                                     \
+            rb[i] = MAG_EW_BUFST_##MODE(expr);                                                                         \
+        }                                                                                                              \
+        MAG_EW_PUT_##MODE(ID, o + i0, rb, m);                                                                          \
+    }
+#define MAG_EW_BINARY_LOOP(MODE, expr, ID, ST, CT, XS, YS)                                                             \
+    MAG_EW_CAT(MAG_EW_BINARY_LOOP_, MAG_EW_PATH(ID))(MODE, expr, ID, ST, CT, XS, YS)
+
 #define MAG_EW_UNARY_ROW(OP, MODE, PREP, expr, ID, ST, CT)                                                             \
-    static void row_##OP##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {         \
+    static void row_##OP##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {          \
         typedef MAG_EW_OT_##MODE(ST) out_t;                                                                            \
         int err = MAG_OK;                                                                                              \
         PREP(CT, a)                                                                                                    \
         if (s[0] == sizeof(out_t) && s[1] == sizeof(ST)) {                                                             \
             out_t *o = (out_t *)p[0];                                                                                  \
             const ST *xs = (const ST *)p[1];                                                                           \
-            for (int64_t i = 0; i < n; ++i) {                                                                          \
-                CT x = MAG_LD_##ID(xs[i]);                                                                             \
-                o[i] = MAG_EW_ST_##MODE(ID, expr);                                                                     \
-            }                                                                                                          \
+            MAG_EW_CAT(MAG_EW_UNARY_LOOP_, MAG_EW_PATH(ID))(MODE, expr, ID, ST, CT)                                    \
         } else {                                                                                                       \
             for (int64_t i = 0; i < n; ++i) {                                                                          \
                 CT x = mag_ew_load_##ID(p[1] + i * s[1]);                                                              \
@@ -64,25 +127,18 @@ MAG_ALL_DTYPES(MAG_EW_LOAD_FN)
     }                                                                                                                  \
     MAG_ROW_KERNEL(OP##_##ID, 1)
 
-/* One contiguous loop of a binary row; XI/YI index the operands (i, or 0 for a broadcast one). */
-#define MAG_EW_BINARY_LOOP(MODE, expr, ID, ST, CT, XI, YI)                                                             \
-    for (int64_t i = 0; i < n; ++i) {                                                                                  \
-        CT x = MAG_LD_##ID(xs[XI]), y = MAG_LD_##ID(ys[YI]);                                                           \
-        o[i] = MAG_EW_ST_##MODE(ID, expr);                                                                             \
-    }
-
 #define MAG_EW_BINARY_ROW(OP, MODE, expr, ID, ST, CT)                                                                  \
-    static void row_##OP##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {         \
+    static void row_##OP##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {          \
         typedef MAG_EW_OT_##MODE(ST) out_t;                                                                            \
         int err = MAG_OK;                                                                                              \
         out_t *o = (out_t *)p[0];                                                                                      \
         const ST *xs = (const ST *)p[1], *ys = (const ST *)p[2];                                                       \
         if (s[0] == sizeof(out_t) && s[1] == sizeof(ST) && s[2] == sizeof(ST)) {                                       \
-            MAG_EW_BINARY_LOOP(MODE, expr, ID, ST, CT, i, i)                                                           \
+            MAG_EW_BINARY_LOOP(MODE, expr, ID, ST, CT, 1, 1)                                                           \
         } else if (s[0] == sizeof(out_t) && s[1] == sizeof(ST) && s[2] == 0) {                                         \
-            MAG_EW_BINARY_LOOP(MODE, expr, ID, ST, CT, i, 0)                                                           \
+            MAG_EW_BINARY_LOOP(MODE, expr, ID, ST, CT, 1, 0)                                                           \
         } else if (s[0] == sizeof(out_t) && s[1] == 0 && s[2] == sizeof(ST)) {                                         \
-            MAG_EW_BINARY_LOOP(MODE, expr, ID, ST, CT, 0, i)                                                           \
+            MAG_EW_BINARY_LOOP(MODE, expr, ID, ST, CT, 0, 1)                                                           \
         } else {                                                                                                       \
             for (int64_t i = 0; i < n; ++i) {                                                                          \
                 CT x = mag_ew_load_##ID(p[1] + i * s[1]), y = mag_ew_load_##ID(p[2] + i * s[2]);                       \

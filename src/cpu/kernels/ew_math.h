@@ -10,6 +10,7 @@
 #define MAG_CPU_KERNELS_EW_MATH_H
 
 #include "dtype_ops.h"
+#include "vmath.h"
 
 #include <tgmath.h>
 
@@ -39,26 +40,19 @@
         T r = fabs(mag_rint_##S(x));                                                                                   \
         return copysign(r - (T)(r > fabs(x)), x);                                                                      \
     }                                                                                                                  \
-    static inline T mag_sigmoid_##S(T x) { return 1 / (1 + exp(-x)); }                                                 \
-    static inline T mag_silu_##S(T x) { return x / (1 + exp(-x)); }                                                   \
     static inline T mag_hard_sigmoid_##S(T x) { /* relu6(x + 3) / 6, NaN stays NaN */                                  \
         T t = x + 3;                                                                                                   \
         t = t < 0 ? 0 : t;                                                                                             \
         return (t > 6 ? 6 : t) / 6;                                                                                    \
     }                                                                                                                  \
-    /* x * Phi(x) through erfc: 1 + erf(x / sqrt 2) would cancel for negative x */                                    \
-    static inline T mag_gelu_##S(T x) { return x * (T)0.5 * erfc(x * (T)-0.70710678118654752440); }                   \
-    static inline T mag_gelu_approx_##S(T x) { /* tanh form: sqrt(2/pi) * (x + 0.044715 x^3) */                        \
-        return (T)0.5 * x * (1 + tanh((T)0.79788456080286535588 * (x + (T)0.044715 * x * x * x)));                     \
-    }                                                                                                                  \
-    /* IEEE 754-2019 maximum/minimum: NaN wins (either operand) and -0.0 < +0.0 */                                   \
+    /* IEEE 754-2019 maximum/minimum: NaN wins (either operand) and -0.0 < +0.0 */                                     \
     static inline T mag_maximum_##S(T x, T y) {                                                                        \
         return x != x ? x : y != y ? y : ((x < y) | ((x == y) & (signbit(x) != 0))) ? y : x;                           \
     }                                                                                                                  \
     static inline T mag_minimum_##S(T x, T y) {                                                                        \
         return x != x ? x : y != y ? y : ((y < x) | ((x == y) & (signbit(y) != 0))) ? y : x;                           \
     }                                                                                                                  \
-    /* x itself when lo <= x <= hi (so -0.0 stays in [0, 1]); a NaN operand or bound gives NaN */                    \
+    /* x itself when lo <= x <= hi (so -0.0 stays in [0, 1]); a NaN operand or bound gives NaN */                      \
     static inline T mag_clamp_##S(T x, T lo, T hi) {                                                                   \
         T t = lo != lo ? lo : x < lo ? lo : x;                                                                         \
         return hi != hi ? hi : t > hi ? hi : t;                                                                        \
@@ -79,6 +73,28 @@
     }
 MAG_EW_FLOAT_HELPERS(float, f32, 0x1p23f)
 MAG_EW_FLOAT_HELPERS(double, f64, 0x1p52)
+
+/* float32 transcendentals come from vmath.h; float64 keeps the C library's */
+#define MAG_EW_LIBM_F64(fn)                                                                                            \
+    static inline double mag_##fn##_f64(double x) { return fn(x); }
+MAG_EW_LIBM_F64(exp)
+MAG_EW_LIBM_F64(exp2)
+MAG_EW_LIBM_F64(expm1)
+MAG_EW_LIBM_F64(log)
+MAG_EW_LIBM_F64(log2)
+MAG_EW_LIBM_F64(log10)
+MAG_EW_LIBM_F64(log1p)
+MAG_EW_LIBM_F64(tanh)
+MAG_EW_LIBM_F64(erf)
+MAG_EW_LIBM_F64(erfc)
+#undef MAG_EW_LIBM_F64
+static inline double mag_sigmoid_f64(double x) { return 1 / (1 + exp(-x)); }
+static inline double mag_silu_f64(double x) { return x / (1 + exp(-x)); }
+/* x * Phi(x) through erfc: 1 + erf(x / sqrt 2) would cancel for negative x */
+static inline double mag_gelu_f64(double x) { return x * 0.5 * erfc(x * -0.70710678118654752440); }
+static inline double mag_gelu_approx_f64(double x) { /* tanh form: sqrt(2/pi) * (x + 0.044715 x^3) */
+    return 0.5 * x * (1 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+}
 
 #define MAG_IMAX(x, y) ((x) < (y) ? (y) : (x))
 #define MAG_IMIN(x, y) ((y) < (x) ? (y) : (x))

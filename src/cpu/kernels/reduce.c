@@ -4,23 +4,27 @@
  * The kept dims of x are walked by one iterator, the reduced dims by another, both coalesced;
  * unless the op reports positions, the reduced dims are ordered by stride so the innermost row
  * is the densest. Work comes in tiles: up to RED_COLS consecutive outputs reduced side by side,
- * element by element, so that reducing a strided dim (x.sum(0) of a matrix) reads memory in
- * order and vectorises across outputs. A single output whose innermost reduced row is dense
- * instead runs a lane-parallel loop along that row. Row functions receive a state struct that
- * starts with a copy of the kernel args (the pointer mag_iter_run hands back).
+ * one row of the tile (a value per output) at a time, so that reducing a strided dim (x.sum(0)
+ * of a matrix) reads memory in order and vectorises across outputs. A single output whose
+ * innermost reduced row is dense instead runs SIMD loops along that row, RED_BLOCK elements
+ * (converted to the compute type first for 16-bit floats) at a time. Row functions receive a
+ * state struct that starts with a copy of the kernel args (the pointer mag_iter_run hands back);
+ * only its first ncols columns are ever initialised.
  *
- * Float sums add blocks (RED_SUM_BLOCK elements in 8 lanes along a dense row, RED_TILE_BLOCK
- * per column of a tile) and push each block sum into a cascade (every RED_CASCADE_FAN sums of one
+ * Float sums add blocks (RED_BLOCK elements of a dense row in SIMD lanes, RED_TILE_BLOCK per
+ * column of a tile) and push each block sum into a cascade (every RED_CASCADE_FAN sums of one
  * level make one of the next): the error grows with the log of the count, like pairwise
  * summation, so 1e8 float32 ones sum to 1e8 exactly.
  */
 #include "../../core/reduce.h"
-#include "lanes.h"
+#include "blocks.h"
 
 #include <tgmath.h>
 
-#define RED_COLS 16     /* outputs per tile */
+#define RED_COLS 1024   /* outputs per tile: a tile row of float32 spans 4 KiB */
 #define RED_ROW_MIN 32  /* a dense innermost reduced row at least this long is walked along instead */
+#define RED_BLOCK 1024  /* elements of a dense row per SIMD step */
+#define RED_TILE_ROWS 4 /* tile rows combined per pass over the tile's running values */
 
 /* ---- geometry and walking ---- */
 typedef struct red_geom {
@@ -159,99 +163,153 @@ static void red_store_float(const red_geom_t *g, int64_t u, double v) {
 #define RED_TILE_LOAD(ID, ST, xp, xs, j)                                                                               \
     ((xs) == (int64_t)sizeof(ST) ? MAG_LD_##ID(((const ST *)(xp))[j]) : mag_ew_load_##ID((xp) + (j) * (xs)))
 
-/*
- * A dense row as compute-type values, up to RED_SUM_BLOCK at a time: 16-bit floats and booleans
- * are converted into buf first (a simple loop that vectorises), the others are read in place.
- */
-#define RED_WIDEN(ID, ST, CT)                                                                                          \
-    static inline const CT *red_dense_##ID(const uint8_t *xp, int64_t m, CT *buf) {                                    \
-        if (sizeof(ST) == sizeof(CT) && MAG_DTYPE_##ID != MAG_DTYPE_BOOLEAN) return (const CT *)(const void *)xp;      \
-        for (int64_t k = 0; k < m; ++k) buf[k] = MAG_LD_##ID(((const ST *)(const void *)xp)[k]);                       \
+/* The n values of one tile row as compute-type values: in place, converted or gathered into buf. */
+#define RED_TILE_VALS(ID, ST, CT)                                                                                      \
+    static inline const CT *red_tile_vals_##ID(const uint8_t *xp, int64_t xs, int64_t n, CT *buf) {                    \
+        if (xs == (int64_t)sizeof(ST)) return mag_block_view_##ID(xp, n, buf);                                         \
+        for (int64_t j = 0; j < n; ++j) buf[j] = mag_ew_load_##ID(xp + j * xs);                                        \
         return buf;                                                                                                    \
     }
-MAG_ALL_DTYPES(RED_WIDEN)
-#define RED_SUM_BLOCK 256
+MAG_ALL_DTYPES(RED_TILE_VALS)
 
 /* ---- float sums: sum, mean (x), var/std ((x - c)^2), logsumexp (exp(x - c)) ---- */
 #define RED_TILE_BLOCK 16 /* a tile's blocks: each column adds them one element at a time */
 #define RED_CASCADE_FAN 16
-#define RED_CASCADE_DEPTH 8 /* 16 * 16^8 elements before the top level adds plainly */
+#define RED_CASCADE_DEPTH 8 /* 16^8 blocks before the top level adds plainly */
 
 #define RED_SUM_STATE(A)                                                                                               \
     typedef struct red_sum_##A {                                                                                       \
         mag_kernel_args_t a;                                                                                           \
         int64_t xs, ncols, blk_n;                                                                                      \
-        int cnt[RED_CASCADE_DEPTH];                                                                                    \
+        int depth, cnt[RED_CASCADE_DEPTH]; /* depth: levels in use (and initialised) */                                \
         A c[RED_COLS], blk[RED_COLS], lvl[RED_CASCADE_DEPTH][RED_COLS];                                                \
     } red_sum_##A##_t;                                                                                                 \
+    static void red_sum_##A##_init(red_sum_##A##_t *st, const red_geom_t *g, int64_t u, int64_t xs, int64_t n) {      \
+        st->a = *g->a;                                                                                                 \
+        st->xs = xs, st->ncols = n, st->blk_n = 0, st->depth = 0;                                                      \
+        memset(st->cnt, 0, sizeof(st->cnt));                                                                           \
+        for (int64_t j = 0; j < n; ++j) {                                                                              \
+            st->blk[j] = 0;                                                                                            \
+            st->c[j] = g->a->n_in > 1 ? (A)red_center(g, u + j) : 0;                                                   \
+        }                                                                                                              \
+    }                                                                                                                  \
     /* a full block goes up the cascade */                                                                             \
     static void red_sum_##A##_carry(red_sum_##A##_t *st) {                                                             \
-        A *src = st->blk;                                                                                              \
+        A *restrict src = st->blk;                                                                                     \
         for (int l = 0; l < RED_CASCADE_DEPTH; ++l) {                                                                  \
+            A *restrict dst = st->lvl[l];                                                                              \
+            bool fresh = l == st->depth;                                                                               \
+            st->depth += fresh;                                                                                        \
             for (int64_t j = 0; j < st->ncols; ++j) {                                                                  \
-                st->lvl[l][j] += src[j];                                                                               \
+                dst[j] = fresh ? src[j] : dst[j] + src[j];                                                             \
                 src[j] = 0;                                                                                            \
             }                                                                                                          \
             if (l + 1 == RED_CASCADE_DEPTH || ++st->cnt[l] < RED_CASCADE_FAN) break;                                   \
             st->cnt[l] = 0;                                                                                            \
-            src = st->lvl[l];                                                                                          \
+            src = dst;                                                                                                 \
         }                                                                                                              \
         st->blk_n = 0;                                                                                                 \
     }                                                                                                                  \
     static A red_sum_##A##_total(const red_sum_##A##_t *st, int64_t j) {                                               \
         A t = st->blk[j];                                                                                              \
-        for (int l = 0; l < RED_CASCADE_DEPTH; ++l) t += st->lvl[l][j];                                                \
+        for (int l = 0; l < st->depth; ++l) t += st->lvl[l][j];                                                        \
         return t;                                                                                                      \
     }
 RED_SUM_STATE(float)
 RED_SUM_STATE(double)
 
-/* A: accumulator type; expr: the summand, of x (as A) and c (the output's center) */
-#define RED_SUM_KERNEL(name, ID, ST, A, expr) RED_SUM_KERNEL_(name, ID, ST, A, expr) /* expands A first */
-#define RED_SUM_KERNEL_(name, ID, ST, A, expr)                                                                         \
+/*
+ * k tile rows (LID values at rows[r]) added into the tile's block sums: SIMD across the columns,
+ * the k rows summed first so the running sums are loaded and stored once per k rows.
+ */
+#define RED_SUM_TILE(A, LID, rows, k, st, expr, vexpr, pre) RED_SUM_TILE_(A, LID, rows, k, st, expr, vexpr, pre)
+#define RED_SUM_TILE_(A, LID, rows, k, st, expr, vexpr, pre)                                                           \
+    do {                                                                                                               \
+        typedef A vec_t __attribute__((vector_size(MAG_VBYTES)));                                                      \
+        enum { L = MAG_VBYTES / sizeof(A) };                                                                           \
+        int64_t j = 0;                                                                                                 \
+        for (; !(pre) && j + L <= (st)->ncols; j += L) {                                                               \
+            vec_t x, c, acc, t;                                                                                        \
+            MAG_VLOAD(c, (st)->c + j);                                                                                 \
+            MAG_VLOAD_##LID(x, rows[0] + j);                                                                           \
+            t = (vexpr);                                                                                               \
+            for (int64_t r = 1; r < (k); ++r) {                                                                        \
+                MAG_VLOAD_##LID(x, rows[r] + j);                                                                       \
+                t += (vexpr);                                                                                          \
+            }                                                                                                          \
+            MAG_VLOAD(acc, (st)->blk + j);                                                                             \
+            acc += t;                                                                                                  \
+            MAG_VSTORE((st)->blk + j, acc);                                                                            \
+        }                                                                                                              \
+        for (; j < (st)->ncols; ++j)                                                                                   \
+            for (int64_t r = 0; r < (k); ++r) {                                                                        \
+                A x = MAG_LD_##LID(rows[r][j]), c = (st)->c[j];                                                        \
+                (void)c;                                                                                               \
+                (st)->blk[j] += (expr);                                                                                \
+            }                                                                                                          \
+    } while (0)
+
+/* the dtype of a buffer of accumulators */
+#define RED_AID_float FLOAT32
+#define RED_AID_double FLOAT64
+
+/*
+ * A: accumulator type; expr: the summand, of x (as A) and c (the output's center); vexpr: the
+ * same in SIMD lanes (x a vector, c a scalar or a vector); pre: 1 when expr has no vector form,
+ * so dense blocks are mapped through expr into a buffer first (vexpr just adds) and tiles loop.
+ */
+#define RED_SUM_KERNEL(name, ID, ST, A, expr, vexpr, pre) RED_SUM_KERNEL_(name, ID, ST, A, expr, vexpr, pre)
+#define RED_SUM_KERNEL_(name, ID, ST, A, expr, vexpr, pre)                                                             \
     static void row_red_##name##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {    \
         red_sum_##A##_t *st = (red_sum_##A##_t *)(uintptr_t)a;                                                         \
         const uint8_t *xp = p[0];                                                                                      \
-        if (st->ncols == 1 && s[0] == (int64_t)sizeof(ST)) { /* one dense row: 8 lanes */                              \
+        A buf[RED_TILE_ROWS * RED_COLS]; /* >= RED_BLOCK */                                                            \
+        if (st->ncols == 1 && s[0] == (int64_t)sizeof(ST)) { /* one dense row: SIMD blocks */                          \
             const A c = st->c[0];                                                                                      \
             (void)c;                                                                                                   \
             while (n > 0) {                                                                                            \
-                int64_t m = RED_SUM_BLOCK - st->blk_n, i = 0;                                                          \
+                int64_t m = RED_BLOCK - st->blk_n;                                                                     \
                 m = m < n ? m : n;                                                                                     \
-                A buf[RED_SUM_BLOCK], l[8] = {0};                                                                      \
-                const A *v = red_dense_##ID(xp, m, buf);                                                               \
-                for (; i + 8 <= m; i += 8)                                                                             \
-                    for (int j = 0; j < 8; ++j) {                                                                      \
-                        A x = v[i + j];                                                                                \
-                        l[j] += (expr);                                                                                \
+                const ST *v = (const ST *)(const void *)xp;                                                            \
+                A t;                                                                                                   \
+                if (pre) {                                                                                             \
+                    for (int64_t k = 0; k < m; ++k) {                                                                  \
+                        A x = MAG_LD_##ID(v[k]);                                                                       \
+                        buf[k] = (expr);                                                                               \
                     }                                                                                                  \
-                for (; i < m; ++i) {                                                                                   \
-                    A x = v[i];                                                                                        \
-                    l[i & 7] += (expr);                                                                                \
+                    MAG_VSUM(A, RED_AID_##A, buf, m, x, t);                                                            \
+                } else {                                                                                               \
+                    MAG_VSUM(A, ID, v, m, vexpr, t);                                                                   \
                 }                                                                                                      \
-                st->blk[0] += ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));                       \
+                st->blk[0] += t;                                                                                       \
                 st->blk_n += m;                                                                                        \
                 xp += m * s[0];                                                                                        \
                 n -= m;                                                                                                \
-                if (st->blk_n == RED_SUM_BLOCK) red_sum_##A##_carry(st);                                               \
+                if (st->blk_n == RED_BLOCK) red_sum_##A##_carry(st);                                                   \
             }                                                                                                          \
             return;                                                                                                    \
         }                                                                                                              \
-        A *restrict b = st->blk;                                                                                       \
-        const A *restrict cs = st->c;                                                                                  \
-        for (int64_t i = 0; i < n; ++i, xp += s[0]) {                                                                  \
-            for (int64_t j = 0; j < st->ncols; ++j) {                                                                  \
-                A x = RED_TILE_LOAD(ID, ST, xp, st->xs, j), c = cs[j];                                                 \
-                (void)c;                                                                                               \
-                b[j] += (expr);                                                                                        \
+        for (int64_t i = 0, k; i < n; i += k, xp += k * s[0]) { /* up to RED_TILE_ROWS rows of the tile */            \
+            k = RED_TILE_BLOCK - st->blk_n;                                                                            \
+            k = k < RED_TILE_ROWS ? k : RED_TILE_ROWS;                                                                 \
+            k = k < n - i ? k : n - i;                                                                                 \
+            if (st->xs == (int64_t)sizeof(ST)) { /* rows read in place */                                              \
+                const ST *rows[RED_TILE_ROWS];                                                                         \
+                for (int64_t r = 0; r < k; ++r) rows[r] = (const ST *)(const void *)(xp + r * s[0]);                   \
+                RED_SUM_TILE(A, ID, rows, k, st, expr, vexpr, pre);                                                    \
+            } else { /* rows gathered */                                                                               \
+                const A *rows[RED_TILE_ROWS];                                                                          \
+                for (int64_t r = 0; r < k; ++r)                                                                        \
+                    rows[r] = red_tile_vals_##ID(xp + r * s[0], st->xs, st->ncols, buf + r * RED_COLS);                \
+                RED_SUM_TILE(A, RED_AID_##A, rows, k, st, expr, vexpr, pre);                                           \
             }                                                                                                          \
-            if (++st->blk_n == RED_TILE_BLOCK) red_sum_##A##_carry(st);                                                \
+            if ((st->blk_n += k) == RED_TILE_BLOCK) red_sum_##A##_carry(st);                                           \
         }                                                                                                              \
     }                                                                                                                  \
     static void tile_red_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n,        \
                                        int64_t lo, int64_t hi) {                                                       \
-        red_sum_##A##_t st = {.a = *g->a, .xs = xs, .ncols = n};                                                       \
-        for (int64_t j = 0; j < n && g->a->n_in > 1; ++j) st.c[j] = (A)red_center(g, u + j);                           \
+        red_sum_##A##_t st;                                                                                            \
+        red_sum_##A##_init(&st, g, u, xs, n);                                                                          \
         red_visit(g, x, lo, hi, row_red_##name##_##ID, &st.a);                                                         \
         for (int64_t j = 0; j < n; ++j) red_store_float(g, u + j, (double)red_sum_##A##_total(&st, j));                \
     }                                                                                                                  \
@@ -264,9 +322,9 @@ RED_SUM_STATE(double)
 #define RED_ACC_FLOAT16 float
 #define RED_ACC_BFLOAT16 float
 #define RED_ACC_FLOAT64 double
-#define RED_FSUM(ID, ST, CT) RED_SUM_KERNEL(fsum, ID, ST, RED_ACC_##ID, x)
-#define RED_SQDEV(ID, ST, CT) RED_SUM_KERNEL(sqdev, ID, ST, RED_ACC_##ID, (x - c) * (x - c))
-#define RED_EXPSUM(ID, ST, CT) RED_SUM_KERNEL(expsum, ID, ST, RED_ACC_##ID, exp(x - c))
+#define RED_FSUM(ID, ST, CT) RED_SUM_KERNEL(fsum, ID, ST, RED_ACC_##ID, x, x, 0)
+#define RED_SQDEV(ID, ST, CT) RED_SUM_KERNEL(sqdev, ID, ST, RED_ACC_##ID, (x - c) * (x - c), (x - c) * (x - c), 0)
+#define RED_EXPSUM(ID, ST, CT) RED_SUM_KERNEL(expsum, ID, ST, RED_ACC_##ID, exp(x - c), x, 1)
 MAG_FLOAT_DTYPES(RED_FSUM)
 MAG_FLOAT_DTYPES(RED_SQDEV)
 MAG_FLOAT_DTYPES(RED_EXPSUM)
@@ -291,7 +349,8 @@ MAG_FLOAT_DTYPES(RED_EXPSUM)
     }                                                                                                                  \
     static void tile_red_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n,        \
                                        int64_t lo, int64_t hi) {                                                       \
-        red_##name##_##ID##_t st = {.a = *g->a, .xs = xs, .ncols = n};                                                 \
+        red_##name##_##ID##_t st;                                                                                      \
+        st.a = *g->a, st.xs = xs, st.ncols = n;                                                                        \
         for (int64_t j = 0; j < n; ++j) st.acc[j] = (init);                                                            \
         red_visit(g, x, lo, hi, row_red_##name##_##ID, &st.a);                                                         \
         for (int64_t j = 0; j < n; ++j) store;                                                                         \
@@ -313,6 +372,8 @@ MAG_BOOL_DTYPES(RED_IPROD)
 /* ---- min/max and argmin/argmax: NaN beats every number; the first of equal extremes wins ---- */
 #define RED_BEATS_MAX(x, y) (((x) > (y)) | (((x) != (x)) & ((y) == (y))))
 #define RED_BEATS_MIN(x, y) (((x) < (y)) | (((x) != (x)) & ((y) == (y))))
+#define RED_GT_MAX(x, y) ((x) > (y))
+#define RED_GT_MIN(x, y) ((x) < (y))
 /* where a max (lowest) and a min (highest) start: nothing beats it, the first element ties or beats it */
 #define RED_LIMITS(X)                                                                                                  \
     X(FLOAT32, float, -INFINITY, INFINITY) X(FLOAT16, float, -INFINITY, INFINITY)                                      \
@@ -325,8 +386,142 @@ MAG_BOOL_DTYPES(RED_IPROD)
     static inline CT red_highest_##ID(void) { return highest; }
 RED_LIMITS(RED_START_FNS)
 
+/*
+ * SIMD extremes, read straight from storage: X(ID, storage, compute type, I) where I is the signed
+ * integer of the compute type's width (the lane masks). The value form keeps a NaN once a lane
+ * has seen one: x replaces the lane's best when it is greater or NaN, nothing is greater than NaN.
+ */
+#define RED_SIMD_DTYPES(X)                                                                                             \
+    X(FLOAT32, float, float, int32_t) X(FLOAT16, uint16_t, float, int32_t) X(BFLOAT16, uint16_t, float, int32_t)       \
+    X(FLOAT64, double, double, int64_t) X(INT8, int8_t, int8_t, int8_t) X(UINT8, uint8_t, uint8_t, int8_t)             \
+    X(INT16, int16_t, int16_t, int16_t) X(UINT16, uint16_t, uint16_t, int16_t) X(INT32, int32_t, int32_t, int32_t)     \
+    X(UINT32, uint32_t, uint32_t, int32_t) X(INT64, int64_t, int64_t, int64_t) X(UINT64, uint64_t, uint64_t, int64_t)
+#define RED_VSEL(x, b, w) (__typeof__(b))(((__typeof__(w))(x) & (w)) | ((__typeof__(w))(b) & ~(w)))
+
+/* The extreme of best and the m values at src. */
+#define RED_VEXT_FNS(ID, ST, CT, I, dir)                                                                               \
+    static CT red_vext_##dir##_##ID(const ST *src, int64_t m, CT best) {                                               \
+        typedef CT vec_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
+        typedef I mask_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
+        enum { L = MAG_VBYTES / sizeof(CT) };                                                                          \
+        vec_t b0 = (vec_t){0} + best, b1 = b0, x0, x1;                                                                 \
+        int64_t i = 0;                                                                                                 \
+        for (; i + 2 * L <= m; i += 2 * L) {                                                                           \
+            MAG_VLOAD_##ID(x0, src + i);                                                                               \
+            MAG_VLOAD_##ID(x1, src + i + L);                                                                           \
+            mask_t w0 = RED_GT_##dir(x0, b0) | (x0 != x0), w1 = RED_GT_##dir(x1, b1) | (x1 != x1);                     \
+            b0 = RED_VSEL(x0, b0, w0);                                                                                 \
+            b1 = RED_VSEL(x1, b1, w1);                                                                                 \
+        }                                                                                                              \
+        CT l[2 * L];                                                                                                   \
+        MAG_VSTORE(l, b0);                                                                                             \
+        MAG_VSTORE(l + L, b1);                                                                                         \
+        for (int k = 0; k < 2 * L; ++k) best = RED_BEATS_##dir(l[k], best) ? l[k] : best;                              \
+        for (; i < m; ++i) {                                                                                           \
+            CT x = MAG_LD_##ID(src[i]);                                                                                \
+            best = RED_BEATS_##dir(x, best) ? x : best;                                                                \
+        }                                                                                                              \
+        return best;                                                                                                   \
+    }                                                                                                                  \
+    /* k tile rows of n values each folded into the n running extremes */                                             \
+    static void red_vtile_##dir##_##ID(const ST *const *rows, int64_t k, CT *best, int64_t n) {                        \
+        typedef CT vec_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
+        typedef I mask_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
+        enum { L = MAG_VBYTES / sizeof(CT) };                                                                          \
+        int64_t j = 0;                                                                                                 \
+        for (; j + L <= n; j += L) {                                                                                   \
+            vec_t x, b;                                                                                                \
+            MAG_VLOAD(b, best + j);                                                                                    \
+            for (int64_t r = 0; r < k; ++r) {                                                                          \
+                MAG_VLOAD_##ID(x, rows[r] + j);                                                                        \
+                mask_t w = RED_GT_##dir(x, b) | (x != x);                                                              \
+                b = RED_VSEL(x, b, w);                                                                                 \
+            }                                                                                                          \
+            MAG_VSTORE(best + j, b);                                                                                   \
+        }                                                                                                              \
+        for (; j < n; ++j)                                                                                             \
+            for (int64_t r = 0; r < k; ++r) {                                                                          \
+                CT x = MAG_LD_##ID(rows[r][j]);                                                                        \
+                best[j] = RED_BEATS_##dir(x, best[j]) ? x : best[j];                                                   \
+            }                                                                                                          \
+    }
+#define RED_VEXT_BOTH(ID, ST, CT, I) RED_VEXT_FNS(ID, ST, CT, I, MAX) RED_VEXT_FNS(ID, ST, CT, I, MIN)
+RED_SIMD_DTYPES(RED_VEXT_BOTH)
+
+/*
+ * The arg form folds m dense values (the first at flat position pos) into the running winner
+ * (*best, *pos_best): each lane keeps its first winner and its index (relative, so m < 2^31
+ * for 32-bit lanes), the lanes then pick the winner with the smallest index, and the running
+ * winner yields only to a strictly better one.
+ */
+#define RED_VARG_FNS(ID, ST, CT, I, dir)                                                                               \
+    static void red_varg_##dir##_##ID(const ST *src, int64_t m, int64_t pos, CT *best, int64_t *pos_best) {           \
+        typedef CT vec_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
+        typedef I mask_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
+        enum { L = MAG_VBYTES / sizeof(CT) };                                                                          \
+        int64_t i = 0;                                                                                                 \
+        if (m >= L) {                                                                                                  \
+            I first[L];                                                                                                \
+            for (int k = 0; k < L; ++k) first[k] = (I)k;                                                               \
+            vec_t b, x;                                                                                                \
+            mask_t bi, cur;                                                                                            \
+            MAG_VLOAD_##ID(b, src);                                                                                    \
+            MAG_VLOAD(bi, first);                                                                                      \
+            cur = bi;                                                                                                  \
+            for (i = L; i + L <= m; i += L) {                                                                          \
+                MAG_VLOAD_##ID(x, src + i);                                                                            \
+                cur += (I)L;                                                                                           \
+                mask_t w = RED_BEATS_##dir(x, b);                                                                      \
+                b = RED_VSEL(x, b, w);                                                                                 \
+                bi = (cur & w) | (bi & ~w);                                                                            \
+            }                                                                                                          \
+            CT lb[L];                                                                                                  \
+            I li[L];                                                                                                   \
+            MAG_VSTORE(lb, b);                                                                                         \
+            MAG_VSTORE(li, bi);                                                                                        \
+            CT wv = lb[0];                                                                                             \
+            I wi = li[0];                                                                                              \
+            for (int k = 1; k < L; ++k)                                                                                \
+                if (RED_BEATS_##dir(lb[k], wv) || (!RED_BEATS_##dir(wv, lb[k]) && li[k] < wi)) wv = lb[k], wi = li[k]; \
+            if (RED_BEATS_##dir(wv, *best)) *best = wv, *pos_best = pos + wi;                                          \
+        }                                                                                                              \
+        for (; i < m; ++i) {                                                                                           \
+            CT x = MAG_LD_##ID(src[i]);                                                                                \
+            if (RED_BEATS_##dir(x, *best)) *best = x, *pos_best = pos + i;                                             \
+        }                                                                                                              \
+    }
+#define RED_VARG_BOTH(ID, ST, CT) RED_VARG_FNS(ID, ST, CT, RED_LANE_INT_##ID, MAX) RED_VARG_FNS(ID, ST, CT, RED_LANE_INT_##ID, MIN)
+#define RED_LANE_INT_FLOAT32 int32_t
+#define RED_LANE_INT_FLOAT16 int32_t
+#define RED_LANE_INT_BFLOAT16 int32_t
+#define RED_LANE_INT_FLOAT64 int64_t
+MAG_FLOAT_DTYPES(RED_VARG_BOTH)
+
+/*
+ * VX, how a kernel walks: VAL/ARG (the value/arg form of a SIMD dtype) run dense rows through
+ * the SIMD helpers; VAL also tiles whose rows are read in place. SVAL/SARG (booleans; integer
+ * argmin/argmax) and the rest loop over the tile columns.
+ */
+#define RED_DENSE_VAL(dir, ID, v, m, pos, st) (st)->best[0] = red_vext_##dir##_##ID(v, m, (st)->best[0])
+#define RED_DENSE_ARG(dir, ID, v, m, pos, st) red_varg_##dir##_##ID(v, m, pos, &(st)->best[0], &(st)->best_pos[0])
+#define RED_DENSE_SVAL(dir, ID, v, m, pos, st) (void)(v)
+#define RED_DENSE_SARG RED_DENSE_SVAL
+#define RED_VTILE_VAL(dir, ID, rows, k, st) red_vtile_##dir##_##ID(rows, k, (st)->best, (st)->ncols)
+#define RED_VTILE_ARG(dir, ID, rows, k, st) (void)(rows)
+#define RED_VTILE_SVAL RED_VTILE_ARG
+#define RED_VTILE_SARG RED_VTILE_ARG
+#define RED_HAS_DENSE_VAL 1
+#define RED_HAS_DENSE_ARG 1
+#define RED_HAS_DENSE_SVAL 0
+#define RED_HAS_DENSE_SARG 0
+#define RED_HAS_VTILE_VAL 1
+#define RED_HAS_VTILE_ARG 0
+#define RED_HAS_VTILE_SVAL 0
+#define RED_HAS_VTILE_SARG 0
+#define RED_DENSE_SPAN (INT64_C(1) << 24) /* elements per dense SIMD call */
+
 /* keep_pos: argmin/argmax, which report the flat position of the winner (reduced dims in their order) */
-#define RED_EXTREME_KERNEL(name, ID, ST, CT, BEATS, start, keep_pos)                                                   \
+#define RED_EXTREME_KERNEL(name, ID, ST, CT, dir, keep_pos, VX)                                                        \
     typedef struct red_##name##_##ID {                                                                                 \
         mag_kernel_args_t a;                                                                                           \
         int64_t xs, ncols, pos; /* pos: flat position of the next element */                                           \
@@ -336,36 +531,41 @@ RED_LIMITS(RED_START_FNS)
     static void row_red_##name##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {    \
         red_##name##_##ID##_t *st = (red_##name##_##ID##_t *)(uintptr_t)a;                                             \
         const uint8_t *xp = p[0];                                                                                      \
-        if (!(keep_pos) && st->ncols == 1 && s[0] == (int64_t)sizeof(ST)) { /* one dense row: 8 chains */              \
+        if (RED_HAS_DENSE_##VX && st->ncols == 1 && s[0] == (int64_t)sizeof(ST)) { /* one dense row */                 \
             for (int64_t done = 0; done < n;) {                                                                        \
-                int64_t m = n - done < RED_SUM_BLOCK ? n - done : RED_SUM_BLOCK, i = 0;                                \
-                CT buf[RED_SUM_BLOCK], l[8];                                                                           \
-                const CT *v = red_dense_##ID(xp + done * s[0], m, buf);                                                \
-                for (int j = 0; j < 8; ++j) l[j] = start();                                                            \
-                for (; i + 8 <= m; i += 8)                                                                             \
-                    for (int j = 0; j < 8; ++j) l[j] = BEATS(v[i + j], l[j]) ? v[i + j] : l[j];                        \
-                for (; i < m; ++i) l[0] = BEATS(v[i], l[0]) ? v[i] : l[0];                                             \
-                for (int j = 0; j < 8; ++j) st->best[0] = BEATS(l[j], st->best[0]) ? l[j] : st->best[0];               \
+                int64_t m = n - done < RED_DENSE_SPAN ? n - done : RED_DENSE_SPAN;                                     \
+                RED_DENSE_##VX(dir, ID, (const ST *)(const void *)xp + done, m, st->pos + done, st);                   \
                 done += m;                                                                                             \
             }                                                                                                          \
+            st->pos += n;                                                                                              \
             return;                                                                                                    \
         }                                                                                                              \
-        CT *restrict best = st->best;                                                                                  \
-        int64_t *restrict best_pos = st->best_pos;                                                                     \
-        for (int64_t i = 0; i < n; ++i, xp += s[0])                                                                    \
-            for (int64_t j = 0; j < st->ncols; ++j) {                                                                  \
-                CT x = RED_TILE_LOAD(ID, ST, xp, st->xs, j);                                                           \
-                bool win = BEATS(x, best[j]);                                                                          \
-                best[j] = win ? x : best[j];                                                                           \
-                if (keep_pos) best_pos[j] = win ? st->pos + i : best_pos[j];                                           \
+        CT buf[RED_TILE_ROWS * RED_COLS];                                                                              \
+        for (int64_t i = 0, k; i < n; i += k, xp += k * s[0]) {                                                        \
+            k = n - i < RED_TILE_ROWS ? n - i : RED_TILE_ROWS;                                                         \
+            if (RED_HAS_VTILE_##VX && st->xs == (int64_t)sizeof(ST)) { /* rows read in place */                        \
+                const ST *rows[RED_TILE_ROWS];                                                                         \
+                for (int64_t r = 0; r < k; ++r) rows[r] = (const ST *)(const void *)(xp + r * s[0]);                   \
+                RED_VTILE_##VX(dir, ID, rows, k, st);                                                                  \
+                continue;                                                                                              \
             }                                                                                                          \
+            for (int64_t r = 0; r < k; ++r) {                                                                          \
+                const CT *v = red_tile_vals_##ID(xp + r * s[0], st->xs, st->ncols, buf);                               \
+                for (int64_t j = 0; j < st->ncols; ++j) {                                                              \
+                    bool win = RED_BEATS_##dir(v[j], st->best[j]);                                                     \
+                    st->best[j] = win ? v[j] : st->best[j];                                                            \
+                    if (keep_pos) st->best_pos[j] = win ? st->pos + i + r : st->best_pos[j];                           \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
         st->pos += n;                                                                                                  \
     }                                                                                                                  \
     static void tile_red_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n,        \
                                        int64_t lo, int64_t hi) {                                                       \
-        red_##name##_##ID##_t st = {.a = *g->a, .xs = xs, .ncols = n, .pos = lo};                                      \
+        red_##name##_##ID##_t st;                                                                                      \
+        st.a = *g->a, st.xs = xs, st.ncols = n, st.pos = lo;                                                           \
         for (int64_t j = 0; j < n; ++j) {                                                                              \
-            st.best[j] = start();                                                                                      \
+            st.best[j] = RED_START_##dir(ID);                                                                          \
             st.best_pos[j] = lo;                                                                                       \
         }                                                                                                              \
         red_visit(g, x, lo, hi, row_red_##name##_##ID, &st.a);                                                         \
@@ -382,15 +582,21 @@ RED_LIMITS(RED_START_FNS)
     static void k_red_##name##_##ID(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {                              \
         red_run(a, ti, nt, keep_pos, tile_red_##name##_##ID);                                                          \
     }
+#define RED_START_MAX(ID) red_lowest_##ID()
+#define RED_START_MIN(ID) red_highest_##ID()
 
-#define RED_EXTREMES(ID, ST, CT)                                                                                       \
-    RED_EXTREME_KERNEL(min, ID, ST, CT, RED_BEATS_MIN, red_highest_##ID, false)                                        \
-    RED_EXTREME_KERNEL(max, ID, ST, CT, RED_BEATS_MAX, red_lowest_##ID, false)
-#define RED_ARGS(ID, ST, CT)                                                                                           \
-    RED_EXTREME_KERNEL(argmin, ID, ST, CT, RED_BEATS_MIN, red_highest_##ID, true)                                      \
-    RED_EXTREME_KERNEL(argmax, ID, ST, CT, RED_BEATS_MAX, red_lowest_##ID, true)
-MAG_ALL_DTYPES(RED_EXTREMES)
-MAG_NUMERIC_DTYPES(RED_ARGS)
+#define RED_EXTREMES_(ID, ST, CT, VX)                                                                                  \
+    RED_EXTREME_KERNEL(min, ID, ST, CT, MIN, false, VX) RED_EXTREME_KERNEL(max, ID, ST, CT, MAX, false, VX)
+#define RED_ARGS_(ID, ST, CT, VX)                                                                                      \
+    RED_EXTREME_KERNEL(argmin, ID, ST, CT, MIN, true, VX) RED_EXTREME_KERNEL(argmax, ID, ST, CT, MAX, true, VX)
+#define RED_EXTREMES_V(ID, ST, CT) RED_EXTREMES_(ID, ST, CT, VAL)
+#define RED_EXTREMES_S(ID, ST, CT) RED_EXTREMES_(ID, ST, CT, SVAL)
+#define RED_ARGS_V(ID, ST, CT) RED_ARGS_(ID, ST, CT, ARG)
+#define RED_ARGS_S(ID, ST, CT) RED_ARGS_(ID, ST, CT, SARG)
+MAG_NUMERIC_DTYPES(RED_EXTREMES_V)
+MAG_BOOL_DTYPES(RED_EXTREMES_S)
+MAG_FLOAT_DTYPES(RED_ARGS_V)
+MAG_INT_DTYPES(RED_ARGS_S)
 
 /* ---- all/any ---- */
 /* decisive: the truth value (x != 0) that settles the result: false for all, true for any */
@@ -405,8 +611,8 @@ MAG_NUMERIC_DTYPES(RED_ARGS)
         const uint8_t *xp = p[0];                                                                                      \
         if (st->ncols == 1 && s[0] == (int64_t)sizeof(ST)) { /* one dense row: blocks, stop at a decisive one */       \
             const ST *v = (const ST *)(const void *)xp;                                                                \
-            for (int64_t i = 0; i < n && !st->decided[0]; i += RED_SUM_BLOCK) {                                        \
-                int64_t m = n - i < RED_SUM_BLOCK ? n - i : RED_SUM_BLOCK;                                             \
+            for (int64_t i = 0; i < n && !st->decided[0]; i += RED_BLOCK) {                                        \
+                int64_t m = n - i < RED_BLOCK ? n - i : RED_BLOCK;                                             \
                 bool hit = false;                                                                                      \
                 for (int64_t k = 0; k < m; ++k) hit |= (MAG_LD_##ID(v[i + k]) != 0) == (decisive);                     \
                 st->decided[0] = hit;                                                                                  \

@@ -18,13 +18,13 @@
     X(FLOAT, RCP, 1 / x)                                                                                               \
     X(FLOAT, SQRT, sqrt(x))                                                                                            \
     X(FLOAT, RSQRT, 1 / sqrt(x))                                                                                       \
-    X(FLOAT, LOG, log(x))                                                                                              \
-    X(FLOAT, LOG2, log2(x))                                                                                            \
-    X(FLOAT, LOG10, log10(x))                                                                                          \
-    X(FLOAT, LOG1P, log1p(x))                                                                                          \
-    X(FLOAT, EXP, exp(x))                                                                                              \
-    X(FLOAT, EXP2, exp2(x))                                                                                            \
-    X(FLOAT, EXPM1, expm1(x))                                                                                          \
+    X(FLOAT, LOG, MAG_FLT(mag_log, x)(x))                                                                              \
+    X(FLOAT, LOG2, MAG_FLT(mag_log2, x)(x))                                                                            \
+    X(FLOAT, LOG10, MAG_FLT(mag_log10, x)(x))                                                                          \
+    X(FLOAT, LOG1P, MAG_FLT(mag_log1p, x)(x))                                                                          \
+    X(FLOAT, EXP, MAG_FLT(mag_exp, x)(x))                                                                              \
+    X(FLOAT, EXP2, MAG_FLT(mag_exp2, x)(x))                                                                            \
+    X(FLOAT, EXPM1, MAG_FLT(mag_expm1, x)(x))                                                                          \
     X(FLOAT, FLOOR, MAG_FLT(mag_floor, x)(x))                                                                          \
     X(INT, FLOOR, x)                                                                                                   \
     X(FLOAT, CEIL, MAG_FLT(mag_ceil, x)(x))                                                                            \
@@ -41,13 +41,13 @@
     X(FLOAT, ATAN, atan(x))                                                                                            \
     X(FLOAT, SINH, sinh(x))                                                                                            \
     X(FLOAT, COSH, cosh(x))                                                                                            \
-    X(FLOAT, TANH, tanh(x))                                                                                            \
+    X(FLOAT, TANH, MAG_FLT(mag_tanh, x)(x))                                                                            \
     X(FLOAT, ASINH, asinh(x))                                                                                          \
     X(FLOAT, ACOSH, acosh(x))                                                                                          \
     X(FLOAT, ATANH, atanh(x))                                                                                          \
     X(NUMERIC, STEP, x > 0)                                                                                            \
-    X(FLOAT, ERF, erf(x))                                                                                              \
-    X(FLOAT, ERFC, erfc(x))                                                                                            \
+    X(FLOAT, ERF, MAG_FLT(mag_erf, x)(x))                                                                              \
+    X(FLOAT, ERFC, MAG_FLT(mag_erfc, x)(x))                                                                            \
     X(FLOAT, SIGMOID, MAG_FLT(mag_sigmoid, x)(x))                                                                      \
     X(FLOAT, HARD_SIGMOID, MAG_FLT(mag_hard_sigmoid, x)(x))                                                            \
     X(FLOAT, SILU, MAG_FLT(mag_silu, x)(x))                                                                            \

@@ -1,0 +1,79 @@
+/*
+ * rms_norm and layer_norm (operand layout in core/reduce.h). Each row of the normalised dims is
+ * read twice for rms_norm (the mean square, then the output) and three times for layer_norm (the
+ * mean, the mean squared deviation from it, then the output: two passes like torch, more accurate
+ * than one), while it is still in cache; 16-bit floats are converted in registers. Sums add
+ * NORM_BLOCK-element SIMD blocks into a float64 total, so long rows stay accurate. Threads split
+ * the rows.
+ */
+#include "../../core/reduce.h"
+#include "blocks.h"
+
+#define NORM_BLOCK 2048
+
+/* A: the compute type of dtype ID, which the weight and bias have too */
+#define NORM_KERNEL(ID, ST, A)                                                                                         \
+    /* the sum of the n values at src, or of their squared deviations from c */                                        \
+    static double norm_sum_##ID(const ST *src, int64_t n, A c, bool sq_dev) {                                          \
+        double total = 0;                                                                                              \
+        for (int64_t i = 0; i < n; i += NORM_BLOCK) {                                                                  \
+            int64_t m = n - i < NORM_BLOCK ? n - i : NORM_BLOCK;                                                       \
+            A t;                                                                                                       \
+            if (sq_dev) MAG_VSUM(A, ID, src + i, m, (x - c) * (x - c), t);                                             \
+            else MAG_VSUM(A, ID, src + i, m, x, t);                                                                    \
+            total += t;                                                                                                \
+        }                                                                                                              \
+        return total;                                                                                                  \
+    }                                                                                                                  \
+    /* dst = (src - mean) * scale (* w) (+ b) */                                                                       \
+    static void norm_out_##ID(const ST *src, ST *dst, int64_t n, A mean, A scale, const A *w, const A *b) {            \
+        typedef A vec_t __attribute__((vector_size(MAG_VBYTES)));                                                      \
+        enum { L = MAG_VBYTES / sizeof(A) };                                                                           \
+        int64_t j = 0;                                                                                                 \
+        for (; j + L <= n; j += L) {                                                                                   \
+            vec_t v, p;                                                                                                \
+            MAG_VLOAD_##ID(v, src + j);                                                                                \
+            v = (v - mean) * scale;                                                                                    \
+            if (w) {                                                                                                   \
+                MAG_VLOAD(p, w + j);                                                                                   \
+                v *= p;                                                                                                \
+            }                                                                                                          \
+            if (b) {                                                                                                   \
+                MAG_VLOAD(p, b + j);                                                                                   \
+                v += p;                                                                                                \
+            }                                                                                                          \
+            MAG_VSTORE_##ID(dst + j, v);                                                                               \
+        }                                                                                                              \
+        for (; j < n; ++j) {                                                                                           \
+            A v = (MAG_LD_##ID(src[j]) - mean) * scale;                                                                \
+            v = w ? v * w[j] : v;                                                                                      \
+            dst[j] = MAG_ST_##ID(b ? v + b[j] : v);                                                                    \
+        }                                                                                                              \
+    }                                                                                                                  \
+    static void k_norm_##ID(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {                                      \
+        const mag_tensor_t *x = a->in[0];                                                                              \
+        int64_t k = mag_scalar_as_int(a->attrs[MAG_NORM_DIMS]), n = 1, r0, r1;                                         \
+        for (int64_t d = x->rank - k; d < x->rank; ++d) n *= x->shape[d];                                              \
+        bool hw = a->attrs[MAG_NORM_HAS_WEIGHT].i != 0, hb = a->attrs[MAG_NORM_HAS_BIAS].i != 0;                       \
+        const A *w = hw ? (const A *)mag_tensor_data(a->in[1]) : NULL;                                                 \
+        const A *b = hb ? (const A *)mag_tensor_data(a->in[1 + hw]) : NULL;                                            \
+        double eps = mag_scalar_as_double(a->attrs[MAG_NORM_EPS]);                                                     \
+        bool layer = a->op == MAG_OP_LAYER_NORM;                                                                       \
+        mag_partition(n ? x->numel / n : 0, ti, nt, &r0, &r1);                                                         \
+        const ST *src = (const ST *)mag_tensor_data(x);                                                                \
+        ST *dst = (ST *)mag_tensor_data(a->out);                                                                       \
+        for (int64_t r = r0; r < r1; ++r) {                                                                            \
+            const ST *row = src + r * n;                                                                               \
+            A mean = layer ? (A)(norm_sum_##ID(row, n, 0, false) / (double)n) : 0;                                     \
+            A var = (A)(norm_sum_##ID(row, n, mean, true) / (double)n);                                                \
+            norm_out_##ID(row, dst + r * n, n, mean, (A)(1.0 / sqrt((double)(var + (A)eps))), w, b);                   \
+        }                                                                                                              \
+    }
+MAG_FLOAT_DTYPES(NORM_KERNEL)
+#undef NORM_KERNEL
+
+#define NORM_REG(ID, ST, A)                                                                                            \
+    t[MAG_OP_RMS_NORM][MAG_DTYPE_##ID] = k_norm_##ID;                                                                  \
+    t[MAG_OP_LAYER_NORM][MAG_DTYPE_##ID] = k_norm_##ID;
+static void register_norm(mag_kernel_table_t t) { MAG_FLOAT_DTYPES(NORM_REG) }
+#undef NORM_REG
