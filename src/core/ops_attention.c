@@ -31,16 +31,6 @@ enum { ATT_A_SCALE, ATT_A_CAUSAL, ATT_A_OFFSET, ATT_A_NG, ATT_A_NI, ATT_A_NSPLIT
 
 static const char *OP = "scaled_dot_product_attention";
 
-static mag_status_t attr_int(const mag_scalar_t *attrs, int64_t n_attrs, int64_t i, const char *what, int64_t *v) {
-    if (n_attrs <= i) return MAG_OK;
-    mag_scalar_t a = attrs[i];
-    if (a.kind == MAG_SCALAR_FLOAT) return mag_error(MAG_ERR_TYPE, "%s: %s must be an integer, got %g", OP, what, a.f);
-    if (a.kind == MAG_SCALAR_UINT && a.u > INT64_MAX)
-        return mag_error(MAG_ERR_VALUE, "%s: %s %llu is out of range", OP, what, (unsigned long long)a.u);
-    *v = a.i;
-    return MAG_OK;
-}
-
 /* q, k, v as (batch..., H, L, E): the heads dim of a rank-2 input is 1. */
 typedef struct att_dims {
     int64_t nb;                /* batch dims */
@@ -107,7 +97,7 @@ static int64_t plan_splits(int64_t items, int64_t lk) {
 }
 
 static mag_status_t run(mag_op_t op, mag_tensor_t *const *views, const att_dims_t *d, int64_t n_batch,
-                        mag_scalar_t *ka, mag_tensor_t *res) {
+                        mag_scalar_t *ka) {
     int64_t hq = d->h[0], hkv = d->h[1], lq = d->l[0], lk = d->l[1];
     int64_t g = hq / hkv, ng = g < ATT_ROWS ? g : ATT_ROWS, ni = ATT_ROWS / ng;
     if (ni > lq) ni = lq;
@@ -122,13 +112,13 @@ static mag_status_t run(mag_op_t op, mag_tensor_t *const *views, const att_dims_
     if (__builtin_mul_overflow(rows, lk + 1, &work) || __builtin_mul_overflow(work, d->e[0] + d->e[2] + 1, &work))
         work = INT64_MAX;
     mag_tensor_t *in[4] = {views[0], views[1], views[2], NULL};
-    if (nsplit == 1) return mag_dispatch(op, res->dtype, views[3], in, 3, ka, ATT_A__COUNT, work, false);
+    if (nsplit == 1) return mag_dispatch(op, views[3]->dtype, views[3], in, 3, ka, ATT_A__COUNT, work, false);
     /* per (item, split, row): running max, running sum, the unnormalised output */
     int64_t shape[2] = {items * nsplit * ng * ni, d->e[2] + 2};
     MAG_TRY(mag_tensor_empty(MAG_DTYPE_FLOAT32, 2, shape, &in[3]));
-    mag_status_t s = mag_dispatch(op, res->dtype, views[3], in, 4, ka, ATT_A__COUNT, work, false);
+    mag_status_t s = mag_dispatch(op, views[3]->dtype, views[3], in, 4, ka, ATT_A__COUNT, work, false);
     ka[ATT_A_PHASE] = mag_scalar_int(1);
-    if (s == MAG_OK) s = mag_dispatch(op, res->dtype, views[3], in, 4, ka, ATT_A__COUNT, in[3]->numel, false);
+    if (s == MAG_OK) s = mag_dispatch(op, views[3]->dtype, views[3], in, 4, ka, ATT_A__COUNT, in[3]->numel, false);
     mag_tensor_release(in[3]);
     return s;
 }
@@ -150,44 +140,30 @@ mag_status_t mag_front_sdpa(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, 
             return mag_error(MAG_ERR_TYPE, "%s: scale must be a float", OP);
         scale = attrs[0].f;
     }
-    int64_t causal = 0, offset = 0, lq = d.l[0], lk = d.l[1];
-    MAG_TRY(attr_int(attrs, n_attrs, 1, "is_causal", &causal));
-    MAG_TRY(attr_int(attrs, n_attrs, 2, "causal_offset", &offset));
+    int64_t causal, offset, lq = d.l[0], lk = d.l[1];
+    MAG_TRY(mag_attr_int(OP, attrs, n_attrs, 1, 0, &causal));
+    MAG_TRY(mag_attr_int(OP, attrs, n_attrs, 2, 0, &offset));
     /* clamped so that i + offset + 1 cannot overflow: beyond these bounds nothing changes */
     offset = offset > lk ? lk : offset < -lq - 1 ? -lq - 1 : offset;
     int64_t rank = d.nb + 3, shape[MAG_MAX_RANK], n_batch = 1;
     for (int64_t i = 0; i < d.nb; ++i) n_batch *= shape[i] = batch[i];
     shape[d.nb] = d.h[0], shape[d.nb + 1] = lq, shape[d.nb + 2] = d.e[2];
-    int64_t numel;
+    int64_t numel, strides[MAG_MAX_RANK];
     MAG_TRY(mag_checked_numel(OP, rank, shape, &numel));
-    mag_tensor_t *res = NULL, *views[4] = {NULL, NULL, NULL, NULL};
-    /* the result has q's rank: a rank-2 q drops the heads dim again */
-    int64_t res_rank = in[0]->rank, *res_shape = in[0]->rank > 2 ? shape : shape + 1;
-    if (*out) {
-        MAG_TRY(mag_check_writable(OP, *out));
-        if ((*out)->rank != res_rank || memcmp((*out)->shape, res_shape, (size_t)res_rank * sizeof(int64_t)))
-            return mag_error(MAG_ERR_VALUE, "%s: the destination of shape %s does not match the result shape %s", OP,
-                             MAG_SHAPE(*out), mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, res_rank, res_shape));
-        if (!mag_can_cast(in[0]->dtype, (*out)->dtype))
-            return mag_error(MAG_ERR_TYPE, "%s: the result type %s cannot be written into a destination of type %s", OP,
-                             MAG_DTNAME(in[0]->dtype), MAG_DTNAME((*out)->dtype));
-    }
-    mag_status_t s = mag_tensor_empty(in[0]->dtype, res_rank, res_shape, &res);
-    int64_t res_strides[MAG_MAX_RANK];
-    mag_contiguous_strides(rank, shape, res_strides);
+    mag_contiguous_strides(rank, shape, strides);
+    /* the result has q's rank (a rank-2 q has no heads dim); k and v are read while it is written */
+    mag_dest_t dest;
+    MAG_TRY(mag_dest_open(&dest, OP, *out, in[0]->dtype, in[0]->rank, in[0]->rank > 2 ? shape : shape + 1, in, 3,
+                          false));
+    mag_tensor_t *views[4] = {NULL, NULL, NULL, NULL};
+    mag_status_t s = MAG_OK;
     for (int i = 0; i < 4 && s == MAG_OK; ++i) {
         views[i] = i < 3 ? kernel_view(in[i], d.nb, batch, d.h[i])
-                         : mag_tensor_new_view(res->storage, res->dtype, rank, shape, res_strides, res->offset);
+                         : mag_tensor_new_view(dest.res->storage, dest.res->dtype, rank, shape, strides, dest.res->offset);
         if (!views[i]) s = mag_error(MAG_ERR_MEMORY, "%s: out of memory allocating a tensor header", OP);
     }
     mag_scalar_t ka[ATT_A__COUNT] = {mag_scalar_float(scale), mag_scalar_int(causal != 0), mag_scalar_int(offset)};
-    if (s == MAG_OK && numel > 0) s = run(op, views, &d, n_batch, ka, res);
-    if (s == MAG_OK && *out) s = mag_tensor_copy_(*out, res);
+    if (s == MAG_OK && numel > 0) s = run(op, views, &d, n_batch, ka);
     for (int i = 0; i < 4; ++i) mag_tensor_release(views[i]);
-    if (s != MAG_OK || *out) {
-        mag_tensor_release(res);
-        return s;
-    }
-    *out = res;
-    return MAG_OK;
+    return mag_dest_close(&dest, s, out);
 }

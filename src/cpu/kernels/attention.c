@@ -17,6 +17,7 @@
  * Split-K (phase 0 with a scratch input) leaves (m, l, o) per split; phase 1 merges them.
  */
 #include "common.h"
+#include "vmath.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -32,12 +33,6 @@
 #define ATT_PV_ROWS 2
 #define ATT_JT 2
 #endif
-#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
-#define ATT_FMA(a, b, c) fmaf(a, b, c)
-#else
-#define ATT_FMA(a, b, c) ((a) * (b) + (c))
-#endif
-#define ATT_INLINE static inline __attribute__((always_inline))
 
 #define ATT_R 32                /* rows per work item: ATT_ROWS of the front end */
 #define ATT_BK 64               /* keys per block */
@@ -177,36 +172,14 @@ static void att_item_rows(const att_plan_t *p, int64_t item, att_ws_t *w) {
     }
 }
 
-/* 2^x for x <= 0 (or NaN, which passes through); results below 2^-126 flush to zero. */
-ATT_INLINE float att_exp2(float x) {
-    x = x < -127.0f ? -127.0f : x;
-    x = x > 127.0f ? 127.0f : x;
-    float t = x + 12582912.0f; /* 1.5 * 2^23: x rounded to an integer sits in t's low mantissa bits */
-    float f = x - (t - 12582912.0f), sc;
-    uint32_t bits;
-    memcpy(&bits, &t, 4);
-    bits = (bits - 0x4B400000u + 127u) << 23; /* 2^round(x) */
-    memcpy(&sc, &bits, 4);
-    /* 2^f on [-0.5, 0.5]: Taylor series of exp(f ln 2) to degree 7, relative error < 1e-8 */
-    float y = 1.5252734e-05f;
-    y = ATT_FMA(y, f, 1.5403530e-04f);
-    y = ATT_FMA(y, f, 1.3333558e-03f);
-    y = ATT_FMA(y, f, 9.6181291e-03f);
-    y = ATT_FMA(y, f, 5.5504109e-02f);
-    y = ATT_FMA(y, f, 2.4022651e-01f);
-    y = ATT_FMA(y, f, 6.9314718e-01f);
-    y = ATT_FMA(y, f, 1.0f);
-    return y * sc;
-}
-
 /* Element i of a row of `kind` as float32, and (AVX-512) 16 of them from i on. */
-ATT_INLINE float att_ld1(const uint8_t *p, int64_t i, const int kind) {
+MAG_INLINE float att_ld1(const uint8_t *p, int64_t i, const int kind) {
     if (kind == ATT_F32) return ((const float *)p)[i];
     uint16_t h = ((const uint16_t *)p)[i];
     return kind == ATT_BF16 ? mag_ld_bf16(h) : mag_ld_f16(h);
 }
 #if defined(__AVX512F__)
-ATT_INLINE __m512 att_ld16(const uint8_t *p, int64_t i, const int kind) {
+MAG_INLINE __m512 att_ld16(const uint8_t *p, int64_t i, const int kind) {
     if (kind == ATT_F32) return _mm512_loadu_ps((const float *)p + i);
     __m256i h = _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i));
     if (kind == ATT_F16) return _mm512_cvtph_ps(h);
@@ -226,7 +199,7 @@ static void att_qk_wide(float *s, const float *k, int64_t ldk, const float *qt, 
         for (int64_t x = 0; x < e; ++x)
             for (int t = 0; t < ATT_JT; ++t) {
                 float kx = kr[t][x];
-                for (int r = 0; r < ATT_R; ++r) acc[t][r] = ATT_FMA(kx, qt[x * ATT_R + r], acc[t][r]);
+                for (int r = 0; r < ATT_R; ++r) acc[t][r] = mag_vm_fma(kx, qt[x * ATT_R + r], acc[t][r]);
             }
         for (int t = 0; t < ATT_JT; ++t)
             for (int r = 0; r < ATT_R; ++r) s[(j + t) * ATT_R + r] = acc[t][r];
@@ -234,7 +207,7 @@ static void att_qk_wide(float *s, const float *k, int64_t ldk, const float *qt, 
 }
 
 /* Narrow scores: s[r][j] = q[r] . k[j] over ep (a multiple of ATT_VL) for n rows (a constant after inlining). */
-ATT_INLINE void att_qk_narrow(float *s, const uint8_t *k, int64_t ldk, const float *q, int64_t ep, int64_t nj,
+MAG_INLINE void att_qk_narrow(float *s, const uint8_t *k, int64_t ldk, const float *q, int64_t ep, int64_t nj,
                               const int n, const int kind) {
     for (int64_t j = 0; j < nj; j += ATT_JT) {
         const uint8_t *kr[ATT_JT];
@@ -263,7 +236,7 @@ ATT_INLINE void att_qk_narrow(float *s, const uint8_t *k, int64_t ldk, const flo
             for (int t = 0; t < ATT_JT; ++t)
                 for (int r = 0; r < n; ++r)
                     for (int l = 0; l < ATT_VL; ++l)
-                        acc[t][r][l] = ATT_FMA(q[r * ep + x + l], att_ld1(kr[t], x + l, kind), acc[t][r][l]);
+                        acc[t][r][l] = mag_vm_fma(q[r * ep + x + l], att_ld1(kr[t], x + l, kind), acc[t][r][l]);
         for (int t = 0; t < ATT_JT; ++t)
             for (int r = 0; r < n; ++r) {
                 for (int w = ATT_VL / 2; w > 0; w /= 2)
@@ -280,7 +253,7 @@ ATT_INLINE void att_qk_narrow(float *s, const uint8_t *k, int64_t ldk, const flo
  * o[r][:] += sum_j p[j, r] * v[j][:] for rows 0..rp-1 in tiles of n rows; p[j, r] sits at
  * p[j * psj + r * psr]. n, the strides and the kind are constants after inlining.
  */
-ATT_INLINE void att_pv(float *o, int64_t ldo, const float *p, const int64_t psj, const int64_t psr, const uint8_t *v,
+MAG_INLINE void att_pv(float *o, int64_t ldo, const float *p, const int64_t psj, const int64_t psr, const uint8_t *v,
                        int64_t ldv, int64_t nj, int64_t rp, const int n, const int kind) {
     const int64_t vrow = ldv * ATT_SIZE(kind);
     for (int64_t r0 = 0; r0 < rp; r0 += n)
@@ -307,7 +280,7 @@ ATT_INLINE void att_pv(float *o, int64_t ldo, const float *p, const int64_t psj,
             for (int64_t j = 0; j < nj; ++j)
                 for (int r = 0; r < n; ++r) {
                     float pj = p[j * psj + (r0 + r) * psr];
-                    for (int l = 0; l < ATT_EC; ++l) acc[r][l] = ATT_FMA(pj, att_ld1(v + j * vrow, c + l, kind), acc[r][l]);
+                    for (int l = 0; l < ATT_EC; ++l) acc[r][l] = mag_vm_fma(pj, att_ld1(v + j * vrow, c + l, kind), acc[r][l]);
                 }
             for (int r = 0; r < n; ++r)
                 for (int l = 0; l < ATT_EC; ++l) out[r * ldo + l] = acc[r][l];
@@ -316,7 +289,7 @@ ATT_INLINE void att_pv(float *o, int64_t ldo, const float *p, const int64_t psj,
 }
 
 /* The narrow loops for n rows of k/v `kind`s: constants, so that each case gets its own copy. */
-ATT_INLINE void att_narrow_scores(const att_plan_t *p, att_ws_t *w, const uint8_t *k, int64_t ldk, int64_t nj,
+MAG_INLINE void att_narrow_scores(const att_plan_t *p, att_ws_t *w, const uint8_t *k, int64_t ldk, int64_t nj,
                                   const int kind) {
     switch (p->rows) {
     case 1: att_qk_narrow(w->s, k, ldk, w->q, p->k.pad, nj, 1, kind); break;
@@ -327,7 +300,7 @@ ATT_INLINE void att_narrow_scores(const att_plan_t *p, att_ws_t *w, const uint8_
     default: att_qk_narrow(w->s, k, ldk, w->q, p->k.pad, nj, 2, kind); break;
     }
 }
-ATT_INLINE void att_narrow_sum(const att_plan_t *p, att_ws_t *w, const uint8_t *v, int64_t ldv, int64_t nj,
+MAG_INLINE void att_narrow_sum(const att_plan_t *p, att_ws_t *w, const uint8_t *v, int64_t ldv, int64_t nj,
                                const int kind) {
     switch (p->rows) {
     case 1: att_pv(w->o, p->v.pad, w->s, 1, ATT_BK, v, ldv, nj, 1, 1, kind); break;
@@ -356,7 +329,7 @@ static void att_weighted_sum(const att_plan_t *p, att_ws_t *w, const uint8_t *v,
 /* Row r's block max is mb: move its running max, scale factor alpha and exponent base mu. */
 static void att_new_max(att_ws_t *w, int64_t r, float mb) {
     w->mu[r] = mb == -INFINITY ? 0.0f : mb; /* a row with nothing seen yet stays at zero */
-    w->alpha[r] = att_exp2(w->m[r] - w->mu[r]);
+    w->alpha[r] = mag_exp2_f32(w->m[r] - w->mu[r]);
     w->m[r] = mb;
 }
 
@@ -381,8 +354,8 @@ static void att_softmax_rows(const att_plan_t *p, att_ws_t *w, int64_t kb, int64
         att_new_max(w, r, mv[0]);
         float mu = w->mu[r];
         for (j = 0; j + ATT_VL <= nj; j += ATT_VL)
-            for (int l = 0; l < ATT_VL; ++l) sv[l] += s[j + l] = att_exp2(s[j + l] - mu);
-        for (; j < nj; ++j) sv[0] += s[j] = att_exp2(s[j] - mu);
+            for (int l = 0; l < ATT_VL; ++l) sv[l] += s[j + l] = mag_exp2_f32(s[j + l] - mu);
+        for (; j < nj; ++j) sv[0] += s[j] = mag_exp2_f32(s[j] - mu);
         for (int l = 1; l < ATT_VL; ++l) sv[0] += sv[l];
         att_rescale(p, w, r, sv[0]);
     }
@@ -399,7 +372,7 @@ static void att_softmax_cols(const att_plan_t *p, att_ws_t *w, int64_t kb, int64
         for (int64_t r = 0; r < rp; ++r) mb[r] = s[j * ATT_R + r] > mb[r] ? s[j * ATT_R + r] : mb[r];
     for (int64_t r = 0; r < rp; ++r) att_new_max(w, r, mb[r]);
     for (int64_t j = 0; j < nj; ++j)
-        for (int64_t r = 0; r < rp; ++r) sum[r] += s[j * ATT_R + r] = att_exp2(s[j * ATT_R + r] - w->mu[r]);
+        for (int64_t r = 0; r < rp; ++r) sum[r] += s[j * ATT_R + r] = mag_exp2_f32(s[j * ATT_R + r] - w->mu[r]);
     for (int64_t r = 0; r < rp; ++r) att_rescale(p, w, r, sum[r]);
 }
 
@@ -472,9 +445,9 @@ static void att_combine(const att_plan_t *p, att_ws_t *w, int64_t item, const fl
         memset(o, 0, (size_t)p->ev * sizeof(float));
         for (int64_t sp = 0; sp < p->nsplit; ++sp) {
             const float *part = row + sp * step;
-            float f = att_exp2(part[0] - mu);
+            float f = mag_exp2_f32(part[0] - mu);
             l += part[1] * f;
-            for (int64_t c = 0; c < p->ev; ++c) o[c] = ATT_FMA(part[2 + c], f, o[c]);
+            for (int64_t c = 0; c < p->ev; ++c) o[c] = mag_vm_fma(part[2 + c], f, o[c]);
         }
         p->st(w->orow[r], ostride, o, p->ev, l == 0 ? 0.0f : 1.0f / l);
     }
