@@ -87,6 +87,9 @@ mag_status_t mag_dest_open(mag_dest_t *d, const char *name, mag_tensor_t *dst, m
         if (dst->rank != rank || memcmp(dst->shape, shape, (size_t)rank * sizeof(int64_t)))
             return mag_error(MAG_ERR_VALUE, "%s: the destination of shape %s does not match the result shape %s", name,
                              MAG_SHAPE(dst), mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rank, shape));
+        if (!mag_can_cast(dt, dst->dtype))
+            return mag_error(MAG_ERR_TYPE, "%s: the result type %s cannot be written into a destination of type %s",
+                             name, MAG_DTNAME(dt), MAG_DTNAME(dst->dtype));
         bool direct = elementwise && dst->dtype == dt;
         for (int64_t i = 0; i < n_in && direct; ++i)
             direct = !mag_tensors_overlap(dst, in[i]) || mag_tensor_same_layout(dst, in[i]);
@@ -100,13 +103,7 @@ mag_status_t mag_dest_open(mag_dest_t *d, const char *name, mag_tensor_t *dst, m
 }
 
 mag_status_t mag_dest_close(mag_dest_t *d, mag_status_t s, mag_tensor_t **out) {
-    if (s == MAG_OK && d->dst && d->res != d->dst) {
-        if (!mag_can_cast(d->res->dtype, d->dst->dtype))
-            s = mag_error(MAG_ERR_TYPE, "%s: the result type %s cannot be written into a destination of type %s",
-                          d->name, MAG_DTNAME(d->res->dtype), MAG_DTNAME(d->dst->dtype));
-        else
-            s = mag_tensor_copy_(d->dst, d->res);
-    }
+    if (s == MAG_OK && d->dst && d->res != d->dst) s = mag_tensor_copy_(d->dst, d->res);
     if (s != MAG_OK || d->dst) {
         mag_tensor_release(d->res);
         return s;

@@ -66,19 +66,12 @@ mag_status_t mag_front_matmul(mag_op_t op, mag_tensor_t *const *in, int64_t n_in
     rank = nb;
     if (a->rank > 1) shape[rank++] = m;
     if (b->rank > 1) shape[rank++] = n;
-    if (*out) {
-        MAG_TRY(mag_check_writable("matmul", *out));
-        if ((*out)->rank != rank || memcmp((*out)->shape, shape, (size_t)rank * sizeof(int64_t)))
-            return mag_error(MAG_ERR_VALUE, "matmul: the destination of shape %s does not match the result shape %s",
-                             MAG_SHAPE(*out), mag_shape_str((char[MAG_SHAPE_STR_LEN]){0}, rank, shape));
-        if (!mag_can_cast(dt, (*out)->dtype))
-            return mag_error(MAG_ERR_TYPE, "matmul: the result type %s cannot be written into a destination of type %s",
-                             MAG_DTNAME(dt), MAG_DTNAME((*out)->dtype));
-    }
-    mag_tensor_t *ta = a, *tb = b, *res = NULL, *views[3] = {NULL, NULL, NULL};
+    mag_dest_t d;
+    MAG_TRY(mag_dest_open(&d, "matmul", *out, dt, rank, shape, in, 2, false));
+    mag_tensor_t *res = d.res;
+    mag_tensor_t *ta = a, *tb = b, *views[3] = {NULL, NULL, NULL};
     mag_status_t s = a->dtype == dt ? MAG_OK : mag_tensor_cast(a, dt, &ta);
     if (s == MAG_OK && b->dtype != dt) s = mag_tensor_cast(b, dt, &tb);
-    if (s == MAG_OK) s = mag_tensor_empty(dt, rank, shape, &res);
     int64_t work = 0;
     if (s == MAG_OK && res->numel > 0 && k == 0) s = mag_tensor_fill(res, mag_scalar_int(0));
     if (s == MAG_OK && res->numel > 0 && k > 0) {
@@ -112,14 +105,8 @@ mag_status_t mag_front_matmul(mag_op_t op, mag_tensor_t *const *in, int64_t n_in
         if (__builtin_mul_overflow(res->numel, k, &work)) work = INT64_MAX;
     }
     if (s == MAG_OK && work > 0) s = mag_dispatch(op, dt, views[2], views, 2, NULL, 0, work, false);
-    if (s == MAG_OK && *out) s = mag_tensor_copy_(*out, res);
     for (int i = 0; i < 3; ++i) mag_tensor_release(views[i]);
     if (ta != a) mag_tensor_release(ta);
     if (tb != b) mag_tensor_release(tb);
-    if (s != MAG_OK || *out) {
-        mag_tensor_release(res);
-        return s;
-    }
-    *out = res;
-    return MAG_OK;
+    return mag_dest_close(&d, s, out);
 }

@@ -58,15 +58,15 @@ mag_status_t mag_front_norm(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, 
                             int64_t n_attrs, mag_tensor_t **out) {
     MAG_TRY(check_attrs(op, in, n_in, attrs, n_attrs));
     const char *name = mag_op_info(op)->name;
-    mag_tensor_t *x = in[0], *args[3] = {NULL, NULL, NULL}, *res = NULL;
+    mag_tensor_t *x = in[0], *args[3] = {NULL, NULL, NULL};
+    mag_dest_t d;
+    MAG_TRY(mag_dest_open(&d, name, *out, x->dtype, x->rank, x->shape, in, n_in, false));
     mag_status_t s = mag_tensor_contiguous(x, &args[0]);
     for (int64_t i = 1; i < n_in && s == MAG_OK; ++i) {
         bool widen = is_16bit(x->dtype) && in[i]->dtype != MAG_DTYPE_FLOAT32;
         s = widen ? mag_tensor_cast(in[i], MAG_DTYPE_FLOAT32, &args[i]) : mag_tensor_contiguous(in[i], &args[i]);
     }
-    if (s == MAG_OK) s = mag_tensor_empty(x->dtype, x->rank, x->shape, &res);
-    if (s == MAG_OK) s = mag_dispatch(op, x->dtype, res, args, n_in, attrs, n_attrs, x->numel, false);
+    if (s == MAG_OK) s = mag_dispatch(op, x->dtype, d.res, args, n_in, attrs, n_attrs, x->numel, false);
     for (int i = 0; i < 3; ++i) mag_tensor_release(args[i]);
-    if (s != MAG_OK && !res) return s;
-    return mag_deliver_result(name, s, res, out);
+    return mag_dest_close(&d, s, out);
 }

@@ -24,41 +24,12 @@ static mag_dtype_t acc_dtype(mag_dtype_t dt) {
     return is_float(dt) ? MAG_DTYPE_FLOAT32 : MAG_DTYPE_INT64;
 }
 
-static mag_status_t attr_int(const char *op, const char *what, mag_scalar_t a, int64_t *v) {
-    if (a.kind == MAG_SCALAR_FLOAT)
-        return mag_error(MAG_ERR_TYPE, "%s: %s must be an integer, got %g", op, what, a.f);
-    if (a.kind == MAG_SCALAR_UINT && a.u > INT64_MAX)
-        return mag_error(MAG_ERR_VALUE, "%s: %s %llu is out of range", op, what, (unsigned long long)a.u);
-    *v = a.i;
-    return MAG_OK;
-}
-
 static double attr_float(mag_scalar_t a) {
     switch (a.kind) {
     case MAG_SCALAR_FLOAT: return a.f;
     case MAG_SCALAR_UINT: return (double)a.u;
     default: return (double)a.i;
     }
-}
-
-mag_status_t mag_deliver_result(const char *op, mag_status_t s, mag_tensor_t *res, mag_tensor_t **out) {
-    mag_tensor_t *dst = *out;
-    if (s == MAG_OK && dst) {
-        if (dst->rank != res->rank || memcmp(dst->shape, res->shape, (size_t)res->rank * sizeof(int64_t)))
-            s = mag_error(MAG_ERR_VALUE, "%s: the destination of shape %s does not match the result shape %s", op,
-                          MAG_SHAPE(dst), MAG_SHAPE(res));
-        else if (!mag_can_cast(res->dtype, dst->dtype))
-            s = mag_error(MAG_ERR_TYPE, "%s: the result type %s cannot be written into a destination of type %s", op,
-                          MAG_DTNAME(res->dtype), MAG_DTNAME(dst->dtype));
-        else if ((s = mag_check_writable(op, dst)) == MAG_OK)
-            s = mag_tensor_copy_(dst, res);
-    }
-    if (s != MAG_OK || dst) {
-        mag_tensor_release(res);
-        return s;
-    }
-    *out = res;
-    return MAG_OK;
 }
 
 /* ---- reductions ---- */
@@ -82,7 +53,7 @@ static char *dims_str(char *buf, uint64_t mask) {
 static mag_status_t red_shape(const char *op, const mag_tensor_t *x, const mag_scalar_t *attrs, int64_t n_attrs,
                               red_shape_t *rs) {
     int64_t m = -1;
-    if (n_attrs > 0) MAG_TRY(attr_int(op, "the dims mask", attrs[0], &m));
+    MAG_TRY(mag_attr_int(op, attrs, n_attrs, 0, -1, &m));
     bool keepdim = n_attrs > 1 && attrs[1].i != 0;
     uint64_t all = x->rank ? (UINT64_C(1) << x->rank) - 1 : 1;
     if (m >= 0 && ((uint64_t)m & ~all))
@@ -268,35 +239,35 @@ mag_status_t mag_front_reduce(mag_op_t op, mag_tensor_t *const *in, int64_t n_in
         return mag_error(MAG_ERR_INDEX, "%s: cannot reduce over dims %s of the empty tensor of shape %s (%s has no "
                          "identity); reduce over non-empty dims",
                          name, dims_str((char[MAG_MAX_RANK * 4 + 4]){0}, rs.mask), MAG_SHAPE(x), name);
-    mag_tensor_t *res;
-    MAG_TRY(mag_tensor_empty(reduce_result_dtype(op, x->dtype), rs.rank, rs.shape, &res));
+    mag_dest_t d;
+    MAG_TRY(mag_dest_open(&d, name, *out, reduce_result_dtype(op, x->dtype), rs.rank, rs.shape, in, 1, false));
     mag_status_t s;
     switch (op) {
-    case MAG_OP_MEAN: s = red_run(op, x, NULL, &rs, MAG_RED_POST_DIV, (double)rs.n_red, res); break;
+    case MAG_OP_MEAN: s = red_run(op, x, NULL, &rs, MAG_RED_POST_DIV, (double)rs.n_red, d.res); break;
     case MAG_OP_VAR:
-    case MAG_OP_STD: s = run_var(op, x, &rs, correction, res); break;
-    case MAG_OP_LOGSUMEXP: s = run_logsumexp(x, &rs, res); break;
-    default: s = red_run(op, x, NULL, &rs, MAG_RED_POST_NONE, 0, res); break;
+    case MAG_OP_STD: s = run_var(op, x, &rs, correction, d.res); break;
+    case MAG_OP_LOGSUMEXP: s = run_logsumexp(x, &rs, d.res); break;
+    default: s = red_run(op, x, NULL, &rs, MAG_RED_POST_NONE, 0, d.res); break;
     }
-    return mag_deliver_result(name, s, res, out);
+    return mag_dest_close(&d, s, out);
 }
 
 /* ---- ops along one dim ---- */
 
 static mag_status_t dim_attr(const char *op, const mag_tensor_t *x, const mag_scalar_t *attrs, int64_t n_attrs,
                              int64_t i, int64_t *dim) {
-    int64_t d = -1;
-    if (n_attrs > i) MAG_TRY(attr_int(op, "dim", attrs[i], &d));
+    int64_t d;
+    MAG_TRY(mag_attr_int(op, attrs, n_attrs, i, -1, &d));
     return mag_norm_dim(op, d, x->rank, dim);
 }
 
 /* The single-dim kernels take the normalised dim; a rank-0 tensor is one lane of length 1. */
 static mag_status_t run_along(mag_op_t op, mag_tensor_t *x, mag_dtype_t rdt, int64_t dim, mag_tensor_t **out) {
-    mag_tensor_t *res;
-    MAG_TRY(mag_tensor_empty(rdt, x->rank, x->shape, &res));
+    mag_dest_t d;
+    MAG_TRY(mag_dest_open(&d, mag_op_info(op)->name, *out, rdt, x->rank, x->shape, &x, 1, false));
     mag_scalar_t a = mag_scalar_int(dim);
-    mag_status_t s = mag_dispatch(op, x->dtype, res, &x, 1, &a, 1, x->numel, false);
-    return mag_deliver_result(mag_op_info(op)->name, s, res, out);
+    mag_status_t s = mag_dispatch(op, x->dtype, d.res, &x, 1, &a, 1, x->numel, false);
+    return mag_dest_close(&d, s, out);
 }
 
 mag_status_t mag_front_softmax(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, const mag_scalar_t *attrs,
@@ -330,7 +301,7 @@ mag_status_t mag_front_topk(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, 
                          MAG_SHAPE(x));
     if (n_attrs < 1) return mag_error(MAG_ERR_VALUE, "topk: k is required");
     int64_t k = 0, dim;
-    MAG_TRY(attr_int("topk", "k", attrs[0], &k));
+    MAG_TRY(mag_attr_int("topk", attrs, n_attrs, 0, 0, &k));
     MAG_TRY(dim_attr("topk", x, attrs, n_attrs, 1, &dim));
     int64_t size = x->rank ? x->shape[dim] : 1;
     if (k < 0 || k > size)
@@ -347,12 +318,12 @@ mag_status_t mag_front_topk(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, 
     MAG_TRY(mag_check_writable("topk", idx));
     if (mag_tensors_overlap(idx, x))
         return mag_error(MAG_ERR_VALUE, "topk: the index destination overlaps the input");
-    mag_tensor_t *res;
-    MAG_TRY(mag_tensor_empty(x->dtype, x->rank, shape, &res));
+    mag_dest_t d;
+    MAG_TRY(mag_dest_open(&d, "topk", *out, x->dtype, x->rank, shape, in, 1, false));
     mag_scalar_t a[4] = {mag_scalar_int(k), mag_scalar_int(dim), mag_scalar_bool(n_attrs < 3 || attrs[2].i != 0),
                          mag_scalar_bool(n_attrs < 4 || attrs[3].i != 0)};
     mag_tensor_t *args[2] = {x, idx};
-    mag_status_t s = mag_dispatch(op, x->dtype, res, args, 2, a, 4, x->numel, false);
+    mag_status_t s = mag_dispatch(op, x->dtype, d.res, args, 2, a, 4, x->numel, false);
     if (s == MAG_OK) mag_tensor_bump_version(idx);
-    return mag_deliver_result("topk", s, res, out);
+    return mag_dest_close(&d, s, out);
 }

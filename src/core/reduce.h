@@ -36,10 +36,4 @@ typedef enum mag_red_post {
  */
 enum { MAG_NORM_DIMS, MAG_NORM_EPS, MAG_NORM_HAS_WEIGHT, MAG_NORM_HAS_BIAS, MAG_NORM_N_ATTRS };
 
-/*
- * For the front ends of ops_reduce.c and ops_norm.c: hands the result res of status s to the caller,
- * as *out, or copied into the caller's destination *out (res is released then).
- */
-mag_status_t mag_deliver_result(const char *op, mag_status_t s, mag_tensor_t *res, mag_tensor_t **out);
-
 #endif
