@@ -15,6 +15,7 @@
 
 #include "common.h"
 #include "ew_math.h"
+#include "stream.h"
 
 /* Output modes: SAME stores the compute dtype, BOOL stores booleans (comparisons, logical ops). */
 #define MAG_EW_OT_SAME(ST) ST
@@ -64,7 +65,36 @@ MAG_ALL_DTYPES(MAG_EW_LOAD_FN)
 #define MAG_EW_BUFST_BOOL(v) MAG_ST_BOOLEAN(v)
 #define MAG_EW_PUT_SAME(ID, o, b, m) MAG_ST_N_##ID(o, b, m)
 #define MAG_EW_PUT_BOOL(ID, o, b, m) memcpy(o, b, (size_t)(m))
+/* a chunk's results go into o, or for a large row (`stream`) through a buffer streamed out */
+#define MAG_EW_PUT(MODE, ID, o, b, m)                                                                                  \
+    if (stream) {                                                                                                      \
+        out_t put_[MAG_EW_CHUNK] __attribute__((aligned(64)));                                                         \
+        MAG_EW_PUT_##MODE(ID, put_, b, m);                                                                             \
+        mag_stream_store(o, put_, (size_t)(m) * sizeof(out_t));                                                        \
+    } else {                                                                                                           \
+        MAG_EW_PUT_##MODE(ID, o, b, m);                                                                                \
+    }
 
+/*
+ * The plain binary loops: the body (the macro arguments) computes dst[i] for i in [0, m) from
+ * the operands at i0 + i. A row of small output goes straight into o; a large one goes through a
+ * chunk buffer in L1 that is then streamed out (stream.h).
+ */
+#define MAG_EW_STORE_LOOP(...)                                                                                         \
+    if (!mag_stream_worth((size_t)n * sizeof(out_t))) {                                                                \
+        const int64_t i0 = 0, m = n;                                                                                   \
+        out_t *dst = o;                                                                                                \
+        __VA_ARGS__                                                                                                    \
+    } else {                                                                                                           \
+        for (int64_t i0 = 0; i0 < n; i0 += MAG_EW_CHUNK) {                                                             \
+            const int64_t m = n - i0 < MAG_EW_CHUNK ? n - i0 : MAG_EW_CHUNK;                                           \
+            out_t dst[MAG_EW_CHUNK] __attribute__((aligned(64)));                                                      \
+            __VA_ARGS__                                                                                                \
+            mag_stream_store(o + i0, dst, (size_t)m * sizeof(out_t));                                                  \
+        }                                                                                                              \
+        mag_stream_fence();                                                                                            \
+    }
+/* Unary rows store plainly: streaming measured slower for silu/sigmoid (6.1 vs 4.9 ms on 1e7 float32) */
 #define MAG_EW_UNARY_LOOP_PLAIN(MODE, expr, ID, ST, CT)                                                                \
     for (int64_t i = 0; i < n; ++i) {                                                                                  \
         CT x = MAG_LD_##ID(xs[i]);                                                                                     \
@@ -86,11 +116,12 @@ MAG_ALL_DTYPES(MAG_EW_LOAD_FN)
 
 /* One contiguous loop of a binary row; XS/YS are 1 for an operand that advances, 0 for a broadcast one. */
 #define MAG_EW_BINARY_LOOP_PLAIN(MODE, expr, ID, ST, CT, XS, YS)                                                       \
-    for (int64_t i = 0; i < n; ++i) {                                                                                  \
-        CT x = MAG_LD_##ID(xs[(XS) * i]), y = MAG_LD_##ID(ys[(YS) * i]);                                               \
-        o[i] = MAG_EW_ST_##MODE(ID, expr);                                                                             \
-    }
+    MAG_EW_STORE_LOOP(for (int64_t i = 0; i < m; ++i) {                                                                \
+        CT x = MAG_LD_##ID(xs[(XS) * (i0 + i)]), y = MAG_LD_##ID(ys[(YS) * (i0 + i)]);                                 \
+        dst[i] = MAG_EW_ST_##MODE(ID, expr);                                                                           \
+    })
 #define MAG_EW_BINARY_LOOP_HALF(MODE, expr, ID, ST, CT, XS, YS)                                                        \
+    const bool stream = mag_stream_worth((size_t)n * sizeof(out_t));                                                   \
     for (int64_t i0 = 0; i0 < n; i0 += MAG_EW_CHUNK) {                                                                 \
         int64_t m = n - i0 < MAG_EW_CHUNK ? n - i0 : MAG_EW_CHUNK;                                                     \
         float xb[MAG_EW_CHUNK], yb[MAG_EW_CHUNK];                                                                      \
@@ -102,8 +133,9 @@ MAG_ALL_DTYPES(MAG_EW_LOAD_FN)
             CT x = xb[(XS) * i], y = yb[(YS) * i];                                                                     \
             rb[i] = MAG_EW_BUFST_##MODE(expr);                                                                         \
         }                                                                                                              \
-        MAG_EW_PUT_##MODE(ID, o + i0, rb, m);                                                                          \
-    }
+        MAG_EW_PUT(MODE, ID, o + i0, rb, m)                                                                            \
+    }                                                                                                                  \
+    if (stream) mag_stream_fence();
 #define MAG_EW_BINARY_LOOP(MODE, expr, ID, ST, CT, XS, YS)                                                             \
     MAG_EW_CAT(MAG_EW_BINARY_LOOP_, MAG_EW_PATH(ID))(MODE, expr, ID, ST, CT, XS, YS)
 

@@ -186,3 +186,23 @@ def test_softmax_nan_and_inf_in_long_lanes(op: str) -> None:
         td = t.to(dt)
         for dim in (1, 0):
             assert_same(getattr(from_torch(td), op)(dim), getattr(torch, op)(td, dim), f"{op} {dt} dim {dim}")
+
+
+# Rows of at least 8 MiB of output stream their stores past the caches (kernels/stream.h).
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int8])
+@pytest.mark.parametrize("offset", [0, 3])
+def test_large_rows_streamed(dtype: torch.dtype, offset: int) -> None:
+    n = (16 << 20) // torch.empty((), dtype=dtype).element_size() + 1001  # 8 MiB a thread at 2 threads
+    g = torch.Generator().manual_seed(7)
+    a = torch.randint(-50, 50, (n + offset,), generator=g).to(dtype)
+    b = torch.randint(-50, 50, (n,), generator=g).to(dtype)
+    ma, mb = from_torch(a)[offset:], from_torch(b)  # the first operand and its results unaligned
+    a = a[offset:]
+    what = f"{dtype} rows of {n} elements at offset {offset}"
+    assert_same(ma + mb, a + b, what)
+    assert_same(ma < mb, a < b, what)  # boolean output
+    if dtype.is_floating_point:
+        assert_same(ma.abs(), a.abs(), what)
+    mo = from_torch(torch.zeros(n + offset, dtype=dtype))[offset:]
+    mag._C._op(mag.nn.functional._OP_ID["mul"], [ma, mb], [], mo)
+    assert_same(mo, a * b, what)
