@@ -52,6 +52,7 @@ def config_from_hf(hf: dict) -> TransformerConfig:
         o_bias=True,
         mlp_bias=True,
         tie_embeddings=True,
+        fused_qkv=True,
         dtype=hf_dtype(hf),
         bos_token_id=hf.get("bos_token_id"),
         eos_token_ids=hf_token_ids(hf.get("eos_token_id")),
@@ -62,7 +63,6 @@ def config_from_hf(hf: dict) -> TransformerConfig:
 def weights_from_hf(tensors: Mapping[str, Tensor], cfg: TransformerConfig) -> dict[str, Tensor]:
     """HF GPT-2 tensors -> the Transformer's parameter names (views, no copies)."""
     w = {k.removeprefix("transformer."): t for k, t in tensors.items()}
-    C = cfg.dim
     out = {
         "embed_tokens.weight": w["wte.weight"],
         "embed_positions.weight": w["wpe.weight"],
@@ -72,11 +72,8 @@ def weights_from_hf(tensors: Mapping[str, Tensor], cfg: TransformerConfig) -> di
     }
     for i in range(cfg.n_layers):
         h, o = f"h.{i}.", f"layers.{i}."
-        qkv_w, qkv_b = w[h + "attn.c_attn.weight"], w[h + "attn.c_attn.bias"]  # (C, 3C), (3C,)
-        for j, name in enumerate(("q_proj", "k_proj", "v_proj")):
-            out[o + f"self_attn.{name}.weight"] = qkv_w[:, j * C : (j + 1) * C].T  # (C_out, C_in) view
-            out[o + f"self_attn.{name}.bias"] = qkv_b[j * C : (j + 1) * C]
         for src, dst in (
+            ("attn.c_attn", "self_attn.qkv_proj"),  # (C, 3C): q, k, v side by side
             ("attn.c_proj", "self_attn.o_proj"),
             ("mlp.c_fc", "mlp.up_proj"),
             ("mlp.c_proj", "mlp.down_proj"),

@@ -57,6 +57,7 @@ class TransformerConfig:
     o_bias: bool = False
     mlp_bias: bool = False
     qk_norm: bool = False  # RMSNorm over each head's q and k (Qwen3)
+    fused_qkv: bool = False  # one qkv_proj (C -> (H + 2 H_kv) D) instead of q/k/v_proj (GPT-2's c_attn)
     tie_embeddings: bool = True  # lm_head shares the token embedding
     dtype: DType = _dt.float32  # the checkpoint's weight dtype
     bos_token_id: int | None = None
@@ -94,12 +95,10 @@ class Norm(nn.Module):
         self.weight = nn.Parameter(Tensor.ones(dim, dtype=dtype), requires_grad=False)
         self.bias = nn.Parameter(Tensor.zeros(dim, dtype=dtype), requires_grad=False) if kind == "layernorm" else None
 
-    def forward(self, x: Tensor) -> Tensor:
-        xf = x.cast(_dt.float32)
+    def forward(self, x: Tensor) -> Tensor:  # the fused norms compute in float32 and round once to x's dtype
         if self.bias is not None:
-            f32 = _dt.float32
-            return F.layer_norm(xf, self.dim, self.weight.cast(f32), self.bias.cast(f32), self.eps).cast(x.dtype)
-        return F.rms_norm(xf, self.dim, eps=self.eps).cast(x.dtype) * self.weight
+            return F.layer_norm(x, self.dim, self.weight, self.bias, self.eps)
+        return F.rms_norm(x, self.dim, eps=self.eps) * self.weight
 
 
 class Attention(nn.Module):
@@ -107,9 +106,14 @@ class Attention(nn.Module):
         super().__init__()
         C, H, H_kv, D = cfg.dim, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         self.n_heads, self.n_kv_heads, self.head_dim = H, H_kv, D
-        self.q_proj = Linear(C, H * D, cfg.qkv_bias, dtype)
-        self.k_proj = Linear(C, H_kv * D, cfg.qkv_bias, dtype)
-        self.v_proj = Linear(C, H_kv * D, cfg.qkv_bias, dtype)
+        self.qkv_sizes = [H * D, H_kv * D, H_kv * D]
+        if cfg.fused_qkv:  # one matrix-vector product per decode step instead of three
+            self.qkv_proj = Linear(C, sum(self.qkv_sizes), cfg.qkv_bias, dtype)
+        else:
+            self.q_proj = Linear(C, H * D, cfg.qkv_bias, dtype)
+            self.k_proj = Linear(C, H_kv * D, cfg.qkv_bias, dtype)
+            self.v_proj = Linear(C, H_kv * D, cfg.qkv_bias, dtype)
+        self.fused_qkv = cfg.fused_qkv
         self.o_proj = Linear(H * D, C, cfg.o_bias, dtype)
         if cfg.qk_norm:
             self.q_norm = Norm(D, cfg.norm_eps, "rmsnorm", dtype)
@@ -127,9 +131,13 @@ class Attention(nn.Module):
     ) -> Tensor:
         B, T, _ = x.shape
         H, H_kv, D = self.n_heads, self.n_kv_heads, self.head_dim
-        q = self.q_proj(x).view(B, T, H, D)  # (B, T, H, D)
-        k = self.k_proj(x).view(B, T, H_kv, D)  # (B, T, H_kv, D)
-        v = self.v_proj(x).view(B, T, H_kv, D)  # (B, T, H_kv, D)
+        if self.fused_qkv:
+            q, k, v = self.qkv_proj(x).split(self.qkv_sizes, dim=-1)  # (B, T, H*D), (B, T, H_kv*D) x 2: views
+        else:
+            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        q = q.view(B, T, H, D)  # (B, T, H, D)
+        k = k.view(B, T, H_kv, D)  # (B, T, H_kv, D)
+        v = v.view(B, T, H_kv, D)  # (B, T, H_kv, D)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q = q.transpose(1, 2)  # (B, H, T, D)
