@@ -50,37 +50,25 @@ mag_dtype_t mag_dtype_promote(mag_dtype_t a, mag_dtype_t b) {
     }
 }
 
-static uint32_t f32_bits(float x) {
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    return u;
-}
-
-static float bits_f32(uint32_t u) {
-    float x;
-    memcpy(&x, &u, 4);
-    return x;
-}
-
 uint16_t mag_f32_to_bf16(float x) {
-    uint32_t u = f32_bits(x);
+    uint32_t u = mag_fbits(x);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN, keep sign */
     u += 0x7fffu + ((u >> 16) & 1u);                                         /* round to nearest even */
     return (uint16_t)(u >> 16);
 }
 
-float mag_bf16_to_f32(uint16_t h) { return bits_f32((uint32_t)h << 16); }
+float mag_bf16_to_f32(uint16_t h) { return mag_bitsf((uint32_t)h << 16); }
 
 uint16_t mag_f32_to_f16(float x) {
-    uint32_t u = f32_bits(x);
+    uint32_t u = mag_fbits(x);
     uint32_t sign = (u >> 16) & 0x8000u;
     uint32_t a = u & 0x7fffffffu;
     if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN */
     if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to inf */
     if (a < 0x38800000u) {                                   /* result is subnormal or zero */
         /* adding 0.5 makes the FPU round the mantissa at the f16 subnormal position (RNE) */
-        float r = bits_f32(a) + 0.5f;
-        return (uint16_t)(sign | (f32_bits(r) - 0x3f000000u));
+        float r = mag_bitsf(a) + 0.5f;
+        return (uint16_t)(sign | (mag_fbits(r) - 0x3f000000u));
     }
     uint32_t odd = (a >> 13) & 1u;
     a += 0xc8000fffu + odd; /* rebias exponent (-112 << 23) and round to nearest even */
@@ -90,10 +78,10 @@ uint16_t mag_f32_to_f16(float x) {
 float mag_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-    if (e == 0x1f) return bits_f32(sign | 0x7f800000u | (m << 13)); /* inf / NaN */
+    if (e == 0x1f) return mag_bitsf(sign | 0x7f800000u | (m << 13)); /* inf / NaN */
     if (e == 0) {                                                    /* subnormal: m * 2^-24 */
         float r = (float)m * 5.9604644775390625e-8f;
         return sign ? -r : r;
     }
-    return bits_f32(sign | ((e + 112) << 23) | (m << 13));
+    return mag_bitsf(sign | ((e + 112) << 23) | (m << 13));
 }

@@ -6,8 +6,21 @@
 
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 
 #define MAG_ALIGN 64
+
+/* A float32's bits and back (always inlined: kernel loops call them and must still vectorise). */
+static inline __attribute__((always_inline)) uint32_t mag_fbits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return u;
+}
+static inline __attribute__((always_inline)) float mag_bitsf(uint32_t u) {
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
 
 typedef struct mag_storage {
     atomic_int_fast64_t refcount;

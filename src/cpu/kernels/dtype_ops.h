@@ -40,17 +40,6 @@
  * keeps it from vectorising. */
 #define MAG_INLINE static inline __attribute__((always_inline))
 
-MAG_INLINE uint32_t mag_fbits(float x) {
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    return u;
-}
-MAG_INLINE float mag_bitsf(uint32_t u) {
-    float x;
-    memcpy(&x, &u, 4);
-    return x;
-}
-
 /*
  * 16-bit float loads and stores, inline and branch-free (selects by masks) so that loops over
  * them vectorise; the results are those of mag_f16_to_f32 / mag_bf16_to_f32 (the tests compare
