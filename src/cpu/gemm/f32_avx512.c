@@ -45,9 +45,29 @@ static inline __m512 combine(mag_dtype_t dt, __mmask16 k, const float *t, const 
     return _mm512_fmadd_ps(_mm512_set1_ps(beta), old, v);
 }
 
-/* The vector epilogue for rows with unit column stride; others take the portable one. */
+/* A tile of at most 16 rows into a column-major C (C^T = B^T A^T): transpose 16 columns at a time. */
+static void epilogue_transposed(mag_dtype_t dt, int64_t m, int64_t n, const float *t, int64_t ldt, void *c,
+                                int64_t csc, float alpha, float beta) {
+    float tt[16 * 16];
+    size_t es = mag_dtype_info(dt)->size;
+    for (int64_t j = 0; j < n; j += 16) {
+        __mmask16 k = mag_tail_mask(n - j);
+        __m512i v[16];
+        for (int i = 0; i < 16; ++i) v[i] = i < m ? _mm512_maskz_loadu_epi32(k, t + i * ldt + j) : _mm512_setzero_si512();
+        mag_transpose16(v);
+        for (int q = 0; q < 16; ++q) _mm512_storeu_si512(tt + q * 16, v[q]);
+        mag_gemm_epilogue_avx512(dt, mag_gemm_min(16, n - j), m, tt, 16, (uint8_t *)c + j * csc * (int64_t)es, csc, 1,
+                                 alpha, beta);
+    }
+}
+
+/* The vector epilogue for rows with unit column stride or (transposed) unit row stride; others take the portable one. */
 void mag_gemm_epilogue_avx512(mag_dtype_t dt, int64_t m, int64_t n, const float *t, int64_t ldt, void *c, int64_t rsc,
                               int64_t csc, float alpha, float beta) {
+    if (csc != 1 && rsc == 1 && m <= 16) {
+        epilogue_transposed(dt, m, n, t, ldt, c, csc, alpha, beta);
+        return;
+    }
     if (csc != 1) {
         mag_gemm_epilogue_generic(dt, m, n, t, ldt, c, rsc, csc, alpha, beta);
         return;

@@ -77,12 +77,30 @@ typedef struct job {
 /* Low-precision outputs over several depth blocks keep float32 partial sums here, not in C. */
 #define PARTIAL_BYTES_MAX ((int64_t)32 << 20)
 
-/* Rows [m0, m1) x columns [n0, n1) of C. */
+/* Whether the microkernel reads A in place: its rows hold whole depth words contiguously. */
+static bool reads_a_in_place(const job_t *g, const mag_gemm_kernel_t *k) {
+    return k->ukr_rows && g->csa == 1 && g->K % k->kq == 0;
+}
+
+/* One register tile: A from its packed panel (lda == 0) or in place (rows lda bytes apart). */
+static inline void tile_mul(const mag_gemm_kernel_t *k, int64_t kc, const uint8_t *a, int64_t lda, const uint8_t *b,
+                            float *c, int64_t ldc, bool acc) {
+    if (lda)
+        k->ukr_rows(kc, a, lda, b, c, ldc, acc);
+    else
+        k->ukr(kc, a, b, c, ldc, acc);
+}
+
+/*
+ * Rows [m0, m1) x columns [n0, n1) of C. A read in place goes one register tile of rows at a
+ * time (mc = mr), so those rows stay in L1 while every B panel of the block passes them.
+ */
 static bool gemm_block(const job_t *g, const mag_gemm_kernel_t *k, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     const int64_t mr = k->mr, nr = k->nr, kq = k->kq;
+    const bool in_place = reads_a_in_place(g, k);
     int64_t kcb = mag_gemm_min(k->kc, mag_gemm_roundup(g->K, kq));
     int64_t ncb = mag_gemm_min(k->nc, mag_gemm_roundup(n1 - n0, nr));
-    int64_t mcb = mag_gemm_min(k->mc, mag_gemm_roundup(m1 - m0, mr));
+    int64_t mcb = in_place ? mr : mag_gemm_min(k->mc, mag_gemm_roundup(m1 - m0, mr));
     bool partial = g->dt != MAG_DTYPE_FLOAT32 && g->K > k->kc;
     int64_t ldp = ncb, mb = m1 - m0;
     if (partial && mag_gemm_roundup(mb, mr) * ldp * 4 > PARTIAL_BYTES_MAX)
@@ -107,26 +125,27 @@ static bool gemm_block(const job_t *g, const mag_gemm_kernel_t *k, int64_t m0, i
                 k->pack_b(g->dt, nc, kc, ELEM(g->B, pc, jc, g->rsb, g->csb, es), g->csb, g->rsb, bp);
                 for (int64_t ic = mb0; ic < mb1; ic += mcb) {
                     int64_t mc = mag_gemm_min(mcb, mb1 - ic);
-                    k->pack_a(g->dt, mc, kc, ELEM(g->A, ic, pc, g->rsa, g->csa, es), g->rsa, g->csa, ap);
+                    int64_t lda = in_place && mc == mr ? g->rsa * (int64_t)es : 0;
+                    if (!lda) k->pack_a(g->dt, mc, kc, ELEM(g->A, ic, pc, g->rsa, g->csa, es), g->rsa, g->csa, ap);
                     for (int64_t jr = 0; jr < nc; jr += nr) {
                         int64_t nn = mag_gemm_min(nr, nc - jr);
                         const uint8_t *bpan = bp + (size_t)(jr * kcp * k->esz);
                         for (int64_t ir = 0; ir < mc; ir += mr) {
                             int64_t mm = mag_gemm_min(mr, mc - ir), i = ic + ir, j = jc + jr;
-                            const uint8_t *apan = ap + (size_t)(ir * kcp * k->esz);
+                            const uint8_t *apan = lda ? ELEM(g->A, i, pc, g->rsa, 1, es) : ap + (size_t)(ir * kcp * k->esz);
                             uint8_t *cij = ELEM(g->C, i, j, g->rsc, g->csc, es);
                             if (partial) {
                                 float *pt = pbuf + (i - mb0) * ldp + jr;
-                                k->ukr(kcp, apan, bpan, pt, ldp, !first);
+                                tile_mul(k, kcp, apan, lda, bpan, pt, ldp, !first);
                                 if (last) k->epi(g->dt, mm, nn, pt, ldp, cij, g->rsc, g->csc, g->alpha, g->beta);
                                 continue;
                             }
                             float beta = first ? g->beta : 1.0f;
                             if (g->dt == MAG_DTYPE_FLOAT32 && g->csc == 1 && mm == mr && nn == nr && g->alpha == 1.0f &&
                                 (beta == 0.0f || beta == 1.0f)) {
-                                k->ukr(kcp, apan, bpan, (float *)cij, g->rsc, beta == 1.0f);
+                                tile_mul(k, kcp, apan, lda, bpan, (float *)cij, g->rsc, beta == 1.0f);
                             } else {
-                                k->ukr(kcp, apan, bpan, tile, nr, false);
+                                tile_mul(k, kcp, apan, lda, bpan, tile, nr, false);
                                 k->epi(g->dt, mm, nn, tile, nr, cij, g->rsc, g->csc, g->alpha, beta);
                             }
                         }
@@ -146,13 +165,17 @@ static void share(int64_t n, int64_t parts, int64_t idx, int64_t align, int64_t 
     *e = mag_gemm_min(units * (idx + 1) / parts * align, n);
 }
 
-/* Threads as a tm x tn grid over C: the least multiply-plus-packing work for the busiest thread. */
+/*
+ * Threads as a tm x tn grid over C: the least multiply-plus-packing work for the busiest thread
+ * (packing an element ~ 16 multiply-adds; A read in place still costs its memory traffic, ~2).
+ */
 static void grid(const job_t *g, const mag_gemm_kernel_t *k, int64_t nt, int64_t *tm, int64_t *tn) {
     int64_t um = (g->M + k->mr - 1) / k->mr, un = (g->N + k->nr - 1) / k->nr, best = INT64_MAX;
+    int64_t a_cost = reads_a_in_place(g, k) ? 2 : 16;
     for (int64_t a = 1; a <= nt; ++a) {
         if (nt % a) continue;
         int64_t r = (um + a - 1) / a * k->mr, c = (un + nt / a - 1) / (nt / a) * k->nr;
-        int64_t cost = r * c + 16 * (r * ((c + k->nc - 1) / k->nc) + c); /* packing one element ~ 16 FMAs */
+        int64_t cost = r * c + a_cost * r * ((c + k->nc - 1) / k->nc) + 16 * c;
         if (cost < best) best = cost, *tm = a, *tn = nt / a;
     }
 }
@@ -204,6 +227,12 @@ static void scale_rows(const job_t *g, int64_t ti, int64_t nt) {
                                       ELEM(g->C, i, j, g->rsc, g->csc, g->es), g->rsc, g->csc, g->alpha, g->beta);
 }
 
+/* The same product as C^T = B^T A^T. */
+static job_t transposed(const job_t *g) {
+    return (job_t){g->dt, g->es, g->N, g->M, g->K, g->B, g->A, g->C, g->csb, g->rsb, g->csa, g->rsa, g->csc, g->rsc,
+                   g->alpha, g->beta};
+}
+
 bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_dtype_t dt, int64_t M, int64_t N,
                    int64_t K, const void *A, int64_t rsa, int64_t csa, const void *B, int64_t rsb, int64_t csb, void *C,
                    int64_t rsc, int64_t csc, float alpha, float beta, int64_t ti, int64_t nt) {
@@ -214,8 +243,11 @@ bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_d
         return true;
     }
     if (N == 1 && M > 1) /* a matrix times a vector: solve C^T = B^T A^T, a GEMV */
-        g = (job_t){dt, g.es, N, M, K, B, A, C, csb, rsb, csa, rsa, csc, rsc, alpha, beta};
+        g = transposed(&g);
     if (v && g.M <= GEMV_MAX_ROWS && (g.rsb == 1 || g.csb == 1)) return gemv(&g, v, ti, nt);
+    /* x @ W.T (W's rows depth-contiguous) with fewer rows in x: C^T = W x^T reads W in place and packs x. */
+    if (k->ukr_rows && g.rsb == 1 && g.csb != 1 && g.csa == 1 && g.M < g.N)
+        g = transposed(&g);
     int64_t tm = 1, tn = 1, m0, m1, n0, n1;
     grid(&g, k, nt, &tm, &tn);
     share(g.M, tm, ti / tn, k->mr, &m0, &m1);

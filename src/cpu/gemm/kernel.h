@@ -23,6 +23,14 @@ typedef void (*mag_gemm_pack_fn)(mag_dtype_t dt, int64_t m, int64_t k, const voi
  */
 typedef void (*mag_gemm_ukr_fn)(int64_t kc, const void *a, const void *b, float *c, int64_t ldc, bool acc);
 
+/*
+ * The microkernel with A read in place instead of packed: row i of the tile starts at byte
+ * a + i*lda and holds its kc depths contiguously (read as kq-depth words). Optional; paths that
+ * have it skip packing A whose depths are contiguous, which gemm.c arranges for x @ W.T too.
+ */
+typedef void (*mag_gemm_ukr_rows_fn)(int64_t kc, const void *a, int64_t lda, const void *b, float *c, int64_t ldc,
+                                     bool acc);
+
 /* C[i*rsc + j*csc] = alpha * t[i*ldt + j] + beta * C[...] over m x n, in C's dtype (beta == 0: C not read). */
 typedef void (*mag_gemm_epi_fn)(mag_dtype_t dt, int64_t m, int64_t n, const float *t, int64_t ldt, void *c,
                                 int64_t rsc, int64_t csc, float alpha, float beta);
@@ -34,6 +42,7 @@ typedef struct mag_gemm_kernel {
     int64_t mc, kc, nc; /* cache blocks: mc a multiple of mr, nc of nr, kc of kq */
     mag_gemm_pack_fn pack_a, pack_b;
     mag_gemm_ukr_fn ukr;
+    mag_gemm_ukr_rows_fn ukr_rows; /* NULL: A is always packed */
     mag_gemm_epi_fn epi;
     void (*enter)(void), (*leave)(void); /* around a thread's share, when the microkernel holds state (AMX tiles) */
 } mag_gemm_kernel_t;

@@ -10,30 +10,38 @@
 
 #include "kernel.h"
 
-/* A: MR 32-bit words of type AT per step (KQ depths each); B: NV vectors per step. */
+/*
+ * The body of a microkernel; the includer's function has kc, c, ldc, acc and a pointer b to the
+ * B panel in scope. A_WORD(i) is row i's word of the current depth step and A_STEP advances A.
+ */
+#define MAG_GEMM_UKR_BODY(MR, NV, KQ, V, VT, VW, A_WORD, A_STEP, BCAST, MAC)                                       \
+    VT r[MR][NV];                                                                                                      \
+    /* C's lines arrive while the depth loop runs, not after it */                                                     \
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; ++i) _Pragma("GCC unroll 4") for (int j = 0; j < NV; ++j)         \
+        _mm_prefetch((const char *)(c + i * ldc + VW * j), _MM_HINT_T0);                                               \
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; ++i) _Pragma("GCC unroll 4") for (int j = 0; j < NV; ++j)         \
+        r[i][j] = V##_setzero_ps();                                                                                    \
+    for (int64_t p = 0; p < kc; p += KQ, b += VW * NV, A_STEP) {                                                       \
+        VT bv[NV];                                                                                                     \
+        _Pragma("GCC unroll 4") for (int j = 0; j < NV; ++j) bv[j] = V##_load_ps(b + VW * j);                          \
+        _Pragma("GCC unroll 16") for (int i = 0; i < MR; ++i) {                                                        \
+            VT av = BCAST(A_WORD(i));                                                                                  \
+            _Pragma("GCC unroll 4") for (int j = 0; j < NV; ++j) r[i][j] = MAC(r[i][j], av, bv[j]);                    \
+        }                                                                                                              \
+    }                                                                                                                  \
+    _Pragma("GCC unroll 16") for (int i = 0; i < MR; ++i) _Pragma("GCC unroll 4") for (int j = 0; j < NV; ++j) {       \
+        float *ci = c + i * ldc + VW * j;                                                                              \
+        V##_storeu_ps(ci, acc ? V##_add_ps(V##_loadu_ps(ci), r[i][j]) : r[i][j]);                                      \
+    }
+
+/* A packed: MR 32-bit words of type AT per step (KQ depths each); B: NV vectors per step. */
 #define MAG_GEMM_UKR(name, MR, NV, KQ, AT, V, VT, VW, BCAST, MAC)                                                    \
     static void name(int64_t kc, const void *ap, const void *bp, float *c, int64_t ldc, bool acc) {                   \
         const AT *a = ap;                                                                                              \
         const float *b = bp;                                                                                           \
-        VT r[MR][NV];                                                                                                  \
-        /* C's lines arrive while the depth loop runs, not after it */                                                 \
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; ++i) _Pragma("GCC unroll 4") for (int j = 0; j < NV; ++j)     \
-            _mm_prefetch((const char *)(c + i * ldc + VW * j), _MM_HINT_T0);                                           \
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; ++i) _Pragma("GCC unroll 4") for (int j = 0; j < NV; ++j)     \
-            r[i][j] = V##_setzero_ps();                                                                                \
-        for (int64_t p = 0; p < kc; p += KQ, a += MR, b += VW * NV) {                                                  \
-            VT bv[NV];                                                                                                 \
-            _Pragma("GCC unroll 4") for (int j = 0; j < NV; ++j) bv[j] = V##_load_ps(b + VW * j);                      \
-            _Pragma("GCC unroll 16") for (int i = 0; i < MR; ++i) {                                                    \
-                VT av = BCAST(a[i]);                                                                                   \
-                _Pragma("GCC unroll 4") for (int j = 0; j < NV; ++j) r[i][j] = MAC(r[i][j], av, bv[j]);                \
-            }                                                                                                          \
-        }                                                                                                              \
-        _Pragma("GCC unroll 16") for (int i = 0; i < MR; ++i) _Pragma("GCC unroll 4") for (int j = 0; j < NV; ++j) {   \
-            float *ci = c + i * ldc + VW * j;                                                                          \
-            V##_storeu_ps(ci, acc ? V##_add_ps(V##_loadu_ps(ci), r[i][j]) : r[i][j]);                                  \
-        }                                                                                                              \
+        MAG_GEMM_UKR_BODY(MR, NV, KQ, V, VT, VW, MAG_GEMM_PACKED_WORD, a += MR, BCAST, MAC)                            \
     }
+#define MAG_GEMM_PACKED_WORD(i) a[i]
 
 /* The float32 microkernel: broadcast an A element, fused multiply-add. */
 #define MAG_GEMM_UKR_F32(name, MR, NV, V, VT, VW)                                                                     \
