@@ -53,7 +53,8 @@ static void epilogue_transposed(mag_dtype_t dt, int64_t m, int64_t n, const floa
     for (int64_t j = 0; j < n; j += 16) {
         __mmask16 k = mag_tail_mask(n - j);
         __m512i v[16];
-        for (int i = 0; i < 16; ++i) v[i] = i < m ? _mm512_maskz_loadu_epi32(k, t + i * ldt + j) : _mm512_setzero_si512();
+        for (int i = 0; i < 16; ++i)
+            v[i] = i < m ? _mm512_maskz_loadu_epi32(k, t + i * ldt + j) : _mm512_setzero_si512();
         mag_transpose16(v);
         for (int q = 0; q < 16; ++q) _mm512_storeu_si512(tt + q * 16, v[q]);
         mag_gemm_epilogue_avx512(dt, mag_gemm_min(16, n - j), m, tt, 16, (uint8_t *)c + j * csc * (int64_t)es, csc, 1,
@@ -61,7 +62,7 @@ static void epilogue_transposed(mag_dtype_t dt, int64_t m, int64_t n, const floa
     }
 }
 
-/* The vector epilogue for rows with unit column stride or (transposed) unit row stride; others take the portable one. */
+/* The vector epilogue for unit column stride, or unit row stride (transposed); others take the portable one. */
 void mag_gemm_epilogue_avx512(mag_dtype_t dt, int64_t m, int64_t n, const float *t, int64_t ldt, void *c, int64_t rsc,
                               int64_t csc, float alpha, float beta) {
     if (csc != 1 && rsc == 1 && m <= 16) {

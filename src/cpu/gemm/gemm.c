@@ -132,7 +132,8 @@ static bool gemm_block(const job_t *g, const mag_gemm_kernel_t *k, int64_t m0, i
                         const uint8_t *bpan = bp + (size_t)(jr * kcp * k->esz);
                         for (int64_t ir = 0; ir < mc; ir += mr) {
                             int64_t mm = mag_gemm_min(mr, mc - ir), i = ic + ir, j = jc + jr;
-                            const uint8_t *apan = lda ? ELEM(g->A, i, pc, g->rsa, 1, es) : ap + (size_t)(ir * kcp * k->esz);
+                            const uint8_t *apan =
+                                lda ? ELEM(g->A, i, pc, g->rsa, 1, es) : ap + (size_t)(ir * kcp * k->esz);
                             uint8_t *cij = ELEM(g->C, i, j, g->rsc, g->csc, es);
                             if (partial) {
                                 float *pt = pbuf + (i - mb0) * ldp + jr;
