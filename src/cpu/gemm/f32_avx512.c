@@ -30,6 +30,9 @@ static inline __m512i bf16_round(__m512 v) {
     return _mm512_mask_or_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), u, _mm512_set1_epi32(0x400000));
 }
 
+/* 16 float32 lanes to 16 bfloat16 (round to nearest even). */
+static inline __m256i to_bf16(__m512 v) { return _mm512_cvtepi32_epi16(_mm512_srli_epi32(bf16_round(v), 16)); }
+
 /* alpha * t (+ beta * c) for 16 lanes of a row of C in dtype dt. */
 static inline __m512 combine(mag_dtype_t dt, __mmask16 k, const float *t, const void *c, __m512 va, float beta) {
     __m512 v = _mm512_mul_ps(va, _mm512_maskz_loadu_ps(k, t));
@@ -56,9 +59,19 @@ static void epilogue_transposed(mag_dtype_t dt, int64_t m, int64_t n, const floa
         for (int i = 0; i < 16; ++i)
             v[i] = i < m ? _mm512_maskz_loadu_epi32(k, t + i * ldt + j) : _mm512_setzero_si512();
         mag_transpose16(v);
+        uint8_t *cj = (uint8_t *)c + j * csc * (int64_t)es;
+        int64_t rows = mag_gemm_min(16, n - j);
+        if (alpha == 1.0f && beta == 0.0f && dt != MAG_DTYPE_FLOAT16) { /* the plain product: store directly */
+            __mmask16 km = mag_tail_mask(m);
+            for (int64_t q = 0; q < rows; ++q, cj += csc * (int64_t)es)
+                if (dt == MAG_DTYPE_FLOAT32)
+                    _mm512_mask_storeu_epi32(cj, km, v[q]);
+                else
+                    _mm256_mask_storeu_epi16(cj, km, to_bf16(_mm512_castsi512_ps(v[q])));
+            continue;
+        }
         for (int q = 0; q < 16; ++q) _mm512_storeu_si512(tt + q * 16, v[q]);
-        mag_gemm_epilogue_avx512(dt, mag_gemm_min(16, n - j), m, tt, 16, (uint8_t *)c + j * csc * (int64_t)es, csc, 1,
-                                 alpha, beta);
+        mag_gemm_epilogue_avx512(dt, rows, m, tt, 16, cj, csc, 1, alpha, beta);
     }
 }
 
@@ -94,7 +107,7 @@ void mag_gemm_epilogue_avx512(mag_dtype_t dt, int64_t m, int64_t n, const float 
             }
             __m512 v = combine(dt, k, t + j, ch + j, va, beta);
             __m256i h = dt == MAG_DTYPE_FLOAT16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-                                                : _mm512_cvtepi32_epi16(_mm512_srli_epi32(bf16_round(v), 16));
+                                                : to_bf16(v);
             _mm256_mask_storeu_epi16(ch + j, k, h);
         }
     }
