@@ -16,6 +16,7 @@ typedef struct mag_kernel_args {
     int64_t n_attrs;
     mag_philox_key_t rng;  /* counter blocks reserved for random ops */
     atomic_int *status;    /* a kernel stores a mag_status_t here to fail the op (e.g. division by zero) */
+    atomic_int_fast64_t *claimed; /* 0 at the start, shared by the run's shares: work handed out on demand */
 } mag_kernel_args_t;
 
 /* A kernel does its share [ti of nt] of the op; with nt == 1 it does all of it. */

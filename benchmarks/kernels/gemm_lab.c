@@ -44,7 +44,7 @@ static void run(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_dtyp
     for (int r = -1; r < reps; ++r) { /* r == -1: warm-up that also sizes the inner loop to >= 0.1 s */
         double t0 = cpu_seconds();
         for (int i = 0; i < inner; ++i)
-            mag_gemm_with(k, v, dt, M, N, K, a, rsa, csa, b, rsb, csb, c, N, 1, 1.0f, 0.0f, 0, 1);
+            mag_gemm_with(k, v, dt, M, N, K, a, rsa, csa, b, rsb, csb, c, N, 1, 1.0f, 0.0f, 0, 1, NULL);
         double dt_s = (cpu_seconds() - t0) / inner;
         if (r < 0) inner = dt_s > 0.1 ? 1 : (int)(0.1 / (dt_s + 1e-9)) + 1;
         else if (dt_s < best) best = dt_s;

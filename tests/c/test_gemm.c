@@ -83,12 +83,13 @@ typedef struct path_case {
 static int64_t n_cases, n_failed;
 
 static bool run_gemm(const path_case_t *pc, mag_dtype_t dt, int64_t M, int64_t N, int64_t K, const mat_t *a,
-                     const mat_t *b, mat_t *c, float alpha, float beta, int64_t ti, int64_t nt) {
+                     const mat_t *b, mat_t *c, float alpha, float beta, int64_t ti, int64_t nt,
+                     atomic_int_fast64_t *claimed) {
     if (pc->k)
         return mag_gemm_with(pc->k, NULL, dt, M, N, K, origin(dt, a), a->rs, a->cs, origin(dt, b), b->rs, b->cs,
-                             origin(dt, c), c->rs, c->cs, alpha, beta, ti, nt);
+                             origin(dt, c), c->rs, c->cs, alpha, beta, ti, nt, NULL);
     return mag_gemm(dt, M, N, K, origin(dt, a), a->rs, a->cs, origin(dt, b), b->rs, b->cs, origin(dt, c), c->rs,
-                    c->cs, alpha, beta, ti, nt);
+                    c->cs, alpha, beta, ti, nt, claimed);
 }
 
 /* One multiplication, checked element by element against the float64 reference. */
@@ -109,7 +110,9 @@ static void check(const path_case_t *pc, mag_dtype_t dt, int64_t M, int64_t N, i
             c0[i * N + j] = v;
         }
     bool ok = true;
-    for (int64_t ti = 0; ti < nt; ++ti) ok &= run_gemm(pc, dt, M, N, K, &a, &b, &c, alpha, beta, ti, nt);
+    /* every other case shares a claim counter: the shares then take GEMV columns on demand (here in turn) */
+    atomic_int_fast64_t counter = 0, *claimed = n_cases % 2 ? &counter : NULL;
+    for (int64_t ti = 0; ti < nt; ++ti) ok &= run_gemm(pc, dt, M, N, K, &a, &b, &c, alpha, beta, ti, nt, claimed);
     /* accumulation in float32 plus one rounding to the output dtype */
     double tol = dt == MAG_DTYPE_FLOAT32 ? 1e-5 : dt == MAG_DTYPE_FLOAT16 ? 1.5e-3 : 8e-3;
     int64_t bad = 0;
@@ -154,7 +157,7 @@ static void check_batched(const path_case_t *pc, mag_dtype_t dt, int64_t batch, 
     for (int64_t i = 0; i < batch * M * K; ++i) put(dt, a, i, to_dt(dt, rnd_unit()));
     for (int64_t i = 0; i < K * N; ++i) put(dt, b, i, to_dt(dt, rnd_unit()));
     for (int64_t ti = 0; ti < nt; ++ti)
-        mag_gemm_batched(dt, batch, M, N, K, a, M * K, K, 1, b, 0, N, 1, c, M * N, N, 1, 1.0f, 0.0f, ti, nt);
+        mag_gemm_batched(dt, batch, M, N, K, a, M * K, K, 1, b, 0, N, 1, c, M * N, N, 1, 1.0f, 0.0f, ti, nt, NULL);
     int64_t bad = 0;
     for (int64_t x = 0; x < batch; ++x)
         for (int64_t i = 0; i < M; ++i)

@@ -188,22 +188,9 @@ static void grid(const job_t *g, const mag_gemm_kernel_t *k, int64_t nt, int64_t
  */
 #define GEMV_MAX_ROWS 16
 
-/* Few rows of A and B with a unit stride: stream B, as dot products or row sums by its layout. */
-static bool gemv(const job_t *g, const mag_gemv_kernel_t *v, int64_t ti, int64_t nt) {
-    int64_t n0, n1;
-    share(g->N, nt, ti, 64, &n0, &n1);
-    if (n0 >= n1) return true;
+/* Columns [n0, n1) of C from x (A's rows in float32): dot products with B's columns or sums of its rows. */
+static void gemv_cols(const job_t *g, const mag_gemv_kernel_t *v, const float *x, float *y, int64_t n0, int64_t n1) {
     int64_t n = n1 - n0, gm = mag_gemm_min(g->M, MAG_GEMV_MAX_M);
-    float *x = scratch_get((size_t)(g->M * g->K + gm * n) * sizeof(float));
-    if (!x) return false;
-    float *y = x + g->M * g->K;
-    for (int64_t r = 0; r < g->M; ++r)
-        for (int64_t p = 0; p < g->K; ++p) {
-            const uint8_t *s = ELEM(g->A, r, p, g->rsa, g->csa, g->es);
-            x[r * g->K + p] = g->dt == MAG_DTYPE_FLOAT32    ? *(const float *)s
-                              : g->dt == MAG_DTYPE_FLOAT16 ? mag_f16_to_f32(*(const uint16_t *)s)
-                                                            : mag_bf16_to_f32(*(const uint16_t *)s);
-        }
     const uint8_t *w = ELEM(g->B, 0, n0, g->rsb, g->csb, g->es);
     for (int64_t r0 = 0; r0 < g->M; r0 += gm) {
         int64_t m = mag_gemm_min(gm, g->M - r0);
@@ -214,6 +201,46 @@ static bool gemv(const job_t *g, const mag_gemv_kernel_t *v, int64_t ti, int64_t
         mag_gemm_epilogue_generic(g->dt, m, n, y, n, ELEM(g->C, r0, n0, g->rsc, g->csc, g->es), g->rsc, g->csc,
                                   g->alpha, g->beta);
     }
+}
+
+/*
+ * The next columns for one of nt threads: a 1/(2 nt) part of those left, in whole units of 64,
+ * so the first claims are long runs of B and the last ones short enough to finish together.
+ */
+static bool claim_cols(atomic_int_fast64_t *claimed, int64_t n, int64_t nt, int64_t *n0, int64_t *n1) {
+    int64_t cur = atomic_load_explicit(claimed, memory_order_relaxed), len;
+    do {
+        if (cur >= n) return false;
+        len = mag_gemm_roundup((n - cur) / (2 * nt) + 1, 64);
+    } while (!atomic_compare_exchange_weak_explicit(claimed, &cur, cur + len, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    *n0 = cur, *n1 = mag_gemm_min(cur + len, n);
+    return true;
+}
+
+/*
+ * Few rows of A and B with a unit stride: stream B, as dot products or row sums by its layout.
+ * Dot products take their columns on demand when the threads share a claim counter.
+ */
+static bool gemv(const job_t *g, const mag_gemv_kernel_t *v, int64_t ti, int64_t nt, atomic_int_fast64_t *claimed) {
+    int64_t n0, n1, most = mag_gemm_roundup((g->N + nt - 1) / nt, 64), gm = mag_gemm_min(g->M, MAG_GEMV_MAX_M);
+    bool on_demand = claimed && nt > 1 && g->rsb == 1;
+    float *x = scratch_get((size_t)(g->M * g->K + gm * most) * sizeof(float));
+    if (!x) return false;
+    float *y = x + g->M * g->K;
+    for (int64_t r = 0; r < g->M; ++r)
+        for (int64_t p = 0; p < g->K; ++p) {
+            const uint8_t *s = ELEM(g->A, r, p, g->rsa, g->csa, g->es);
+            x[r * g->K + p] = g->dt == MAG_DTYPE_FLOAT32    ? *(const float *)s
+                              : g->dt == MAG_DTYPE_FLOAT16 ? mag_f16_to_f32(*(const uint16_t *)s)
+                                                            : mag_bf16_to_f32(*(const uint16_t *)s);
+        }
+    if (!on_demand) {
+        share(g->N, nt, ti, 64, &n0, &n1);
+        if (n0 < n1) gemv_cols(g, v, x, y, n0, n1);
+        return true;
+    }
+    while (claim_cols(claimed, g->N, nt, &n0, &n1)) gemv_cols(g, v, x, y, n0, n1);
     return true;
 }
 
@@ -236,7 +263,8 @@ static job_t transposed(const job_t *g) {
 
 bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_dtype_t dt, int64_t M, int64_t N,
                    int64_t K, const void *A, int64_t rsa, int64_t csa, const void *B, int64_t rsb, int64_t csb, void *C,
-                   int64_t rsc, int64_t csc, float alpha, float beta, int64_t ti, int64_t nt) {
+                   int64_t rsc, int64_t csc, float alpha, float beta, int64_t ti, int64_t nt,
+                   atomic_int_fast64_t *claimed) {
     if (M <= 0 || N <= 0 || ti >= nt) return true;
     job_t g = {dt, mag_dtype_info(dt)->size, M, N, K, A, B, C, rsa, csa, rsb, csb, rsc, csc, alpha, beta};
     if (K <= 0) {
@@ -245,7 +273,7 @@ bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_d
     }
     if (N == 1 && M > 1) /* a matrix times a vector: solve C^T = B^T A^T, a GEMV */
         g = transposed(&g);
-    if (v && g.M <= GEMV_MAX_ROWS && (g.rsb == 1 || g.csb == 1)) return gemv(&g, v, ti, nt);
+    if (v && g.M <= GEMV_MAX_ROWS && (g.rsb == 1 || g.csb == 1)) return gemv(&g, v, ti, nt, claimed);
     /* x @ W.T (W's rows depth-contiguous) with fewer rows in x: C^T = W x^T reads W in place and packs x. */
     if (k->ukr_rows && g.rsb == 1 && g.csb != 1 && g.csa == 1 && g.M < g.N)
         g = transposed(&g);
@@ -259,15 +287,16 @@ bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_d
 
 bool mag_gemm(mag_dtype_t dt, int64_t M, int64_t N, int64_t K, const void *A, int64_t rsa, int64_t csa,
               const void *B, int64_t rsb, int64_t csb, void *C, int64_t rsc, int64_t csc, float alpha, float beta,
-              int64_t ti, int64_t nt) {
+              int64_t ti, int64_t nt, atomic_int_fast64_t *claimed) {
     mag_gemm_path_t p = mag_gemm_path();
     return mag_gemm_with(mag_gemm_kernel(p, dt), mag_gemv_kernel(p), dt, M, N, K, A, rsa, csa, B, rsb, csb, C, rsc,
-                         csc, alpha, beta, ti, nt);
+                         csc, alpha, beta, ti, nt, claimed);
 }
 
 bool mag_gemm_batched(mag_dtype_t dt, int64_t batch, int64_t M, int64_t N, int64_t K, const void *A, int64_t bsa,
                       int64_t rsa, int64_t csa, const void *B, int64_t bsb, int64_t rsb, int64_t csb, void *C,
-                      int64_t bsc, int64_t rsc, int64_t csc, float alpha, float beta, int64_t ti, int64_t nt) {
+                      int64_t bsc, int64_t rsc, int64_t csc, float alpha, float beta, int64_t ti, int64_t nt,
+                      atomic_int_fast64_t *claimed) {
     int64_t es = (int64_t)mag_dtype_info(dt)->size, b0 = 0, b1 = batch, sub_ti = ti, sub_nt = nt;
     if (batch % nt == 0 || batch >= 4 * nt) { /* whole matrices per thread */
         share(batch, nt, ti, 1, &b0, &b1);
@@ -276,6 +305,7 @@ bool mag_gemm_batched(mag_dtype_t dt, int64_t batch, int64_t M, int64_t N, int64
     bool ok = true;
     for (int64_t b = b0; b < b1; ++b)
         ok &= mag_gemm(dt, M, N, K, (const uint8_t *)A + b * bsa * es, rsa, csa, (const uint8_t *)B + b * bsb * es, rsb,
-                       csb, (uint8_t *)C + b * bsc * es, rsc, csc, alpha, beta, sub_ti, sub_nt);
+                       csb, (uint8_t *)C + b * bsc * es, rsc, csc, alpha, beta, sub_ti, sub_nt,
+                       batch == 1 ? claimed : NULL);
     return ok;
 }

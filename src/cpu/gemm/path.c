@@ -98,6 +98,7 @@ const mag_gemm_kernel_t *mag_gemm_kernel(mag_gemm_path_t p, mag_dtype_t dt) {
 
 const mag_gemv_kernel_t *mag_gemv_kernel(mag_gemm_path_t p) {
 #if defined(__x86_64__)
+    if (p >= MAG_GEMM_AVX512BF16) return &mag_gemv_bf16_avx512;
     if (p >= MAG_GEMM_AVX512) return &mag_gemv_avx512;
     if (p == MAG_GEMM_AVX2) return &mag_gemv_avx2;
 #endif
