@@ -92,16 +92,43 @@ static inline void tile_mul(const mag_gemm_kernel_t *k, int64_t kc, const uint8_
 }
 
 /*
- * Rows [m0, m1) x columns [n0, n1) of C. A read in place goes one register tile of rows at a
- * time (mc = mr), so those rows stay in L1 while every B panel of the block passes them.
+ * The next part of [0, n) for one of nt threads sharing the counter: 1/(2 nt) of what is left,
+ * in whole units, so the first claims are long runs and the last ones short enough for the
+ * threads to finish together.
  */
-static bool gemm_block(const job_t *g, const mag_gemm_kernel_t *k, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+static bool claim(atomic_int_fast64_t *claimed, int64_t n, int64_t nt, int64_t unit, int64_t *b, int64_t *e) {
+    int64_t cur = atomic_load_explicit(claimed, memory_order_relaxed), len;
+    do {
+        if (cur >= n) return false;
+        len = mag_gemm_roundup((n - cur) / (2 * nt) + 1, unit);
+    } while (!atomic_compare_exchange_weak_explicit(claimed, &cur, cur + len, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    *b = cur, *e = mag_gemm_min(cur + len, n);
+    return true;
+}
+
+/* Largest B that threads claiming rows of A each pack whole (all columns, all depths): L2-sized. */
+#define ON_DEMAND_B_BYTES ((int64_t)1 << 20)
+
+/* Whether the threads of a call can take rows of C on demand: A in place, one block of B for all. */
+static bool rows_on_demand(const job_t *g, const mag_gemm_kernel_t *k, int64_t nt, atomic_int_fast64_t *claimed) {
+    return claimed && nt > 1 && reads_a_in_place(g, k) &&
+           mag_gemm_roundup(g->N, k->nr) * mag_gemm_roundup(g->K, k->kq) * k->esz <= ON_DEMAND_B_BYTES;
+}
+
+/*
+ * Rows [m0, m1) x columns [n0, n1) of C. A read in place goes one register tile of rows at a
+ * time (mc = mr), so those rows stay in L1 while every B panel of the block passes them. With
+ * a claim counter (rows_on_demand) B is packed whole and the rows are claimed as they go.
+ */
+static bool gemm_block(const job_t *g, const mag_gemm_kernel_t *k, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+                       atomic_int_fast64_t *claimed, int64_t nt) {
     const int64_t mr = k->mr, nr = k->nr, kq = k->kq;
     const bool in_place = reads_a_in_place(g, k);
-    int64_t kcb = mag_gemm_min(k->kc, mag_gemm_roundup(g->K, kq));
-    int64_t ncb = mag_gemm_min(k->nc, mag_gemm_roundup(n1 - n0, nr));
+    int64_t kcb = claimed ? mag_gemm_roundup(g->K, kq) : mag_gemm_min(k->kc, mag_gemm_roundup(g->K, kq));
+    int64_t ncb = claimed ? mag_gemm_roundup(n1 - n0, nr) : mag_gemm_min(k->nc, mag_gemm_roundup(n1 - n0, nr));
     int64_t mcb = in_place ? mr : mag_gemm_min(k->mc, mag_gemm_roundup(m1 - m0, mr));
-    bool partial = g->dt != MAG_DTYPE_FLOAT32 && g->K > k->kc;
+    bool partial = g->dt != MAG_DTYPE_FLOAT32 && g->K > kcb;
     int64_t ldp = ncb, mb = m1 - m0;
     if (partial && mag_gemm_roundup(mb, mr) * ldp * 4 > PARTIAL_BYTES_MAX)
         mb = mag_gemm_roundup(PARTIAL_BYTES_MAX / (ldp * 4), mcb);
@@ -123,8 +150,9 @@ static bool gemm_block(const job_t *g, const mag_gemm_kernel_t *k, int64_t m0, i
                 int64_t kc = mag_gemm_min(kcb, g->K - pc), kcp = mag_gemm_roundup(kc, kq);
                 bool first = pc == 0, last = pc + kc >= g->K;
                 k->pack_b(g->dt, nc, kc, ELEM(g->B, pc, jc, g->rsb, g->csb, es), g->csb, g->rsb, bp);
-                for (int64_t ic = mb0; ic < mb1; ic += mcb) {
-                    int64_t mc = mag_gemm_min(mcb, mb1 - ic);
+                int64_t ic = mb0, ic_end = claimed ? mb0 : mb1;
+                for (; ic < ic_end || (claimed && claim(claimed, mb1, nt, mr, &ic, &ic_end)); ic += mcb) {
+                    int64_t mc = mag_gemm_min(mcb, ic_end - ic);
                     int64_t lda = in_place && mc == mr ? g->rsa * (int64_t)es : 0;
                     if (!lda) k->pack_a(g->dt, mc, kc, ELEM(g->A, ic, pc, g->rsa, g->csa, es), g->rsa, g->csa, ap);
                     for (int64_t jr = 0; jr < nc; jr += nr) {
@@ -204,21 +232,6 @@ static void gemv_cols(const job_t *g, const mag_gemv_kernel_t *v, const float *x
 }
 
 /*
- * The next columns for one of nt threads: a 1/(2 nt) part of those left, in whole units of 64,
- * so the first claims are long runs of B and the last ones short enough to finish together.
- */
-static bool claim_cols(atomic_int_fast64_t *claimed, int64_t n, int64_t nt, int64_t *n0, int64_t *n1) {
-    int64_t cur = atomic_load_explicit(claimed, memory_order_relaxed), len;
-    do {
-        if (cur >= n) return false;
-        len = mag_gemm_roundup((n - cur) / (2 * nt) + 1, 64);
-    } while (!atomic_compare_exchange_weak_explicit(claimed, &cur, cur + len, memory_order_relaxed,
-                                                    memory_order_relaxed));
-    *n0 = cur, *n1 = mag_gemm_min(cur + len, n);
-    return true;
-}
-
-/*
  * Few rows of A and B with a unit stride: stream B, as dot products or row sums by its layout.
  * Dot products take their columns on demand when the threads share a claim counter.
  */
@@ -240,7 +253,7 @@ static bool gemv(const job_t *g, const mag_gemv_kernel_t *v, int64_t ti, int64_t
         if (n0 < n1) gemv_cols(g, v, x, y, n0, n1);
         return true;
     }
-    while (claim_cols(claimed, g->N, nt, &n0, &n1)) gemv_cols(g, v, x, y, n0, n1);
+    while (claim(claimed, g->N, nt, 64, &n0, &n1)) gemv_cols(g, v, x, y, n0, n1);
     return true;
 }
 
@@ -281,8 +294,9 @@ bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_d
     grid(&g, k, nt, &tm, &tn);
     share(g.M, tm, ti / tn, k->mr, &m0, &m1);
     share(g.N, tn, ti % tn, k->nr, &n0, &n1);
+    if (rows_on_demand(&g, k, nt, claimed)) return gemm_block(&g, k, 0, g.M, 0, g.N, claimed, nt);
     if (m0 >= m1 || n0 >= n1) return true;
-    return gemm_block(&g, k, m0, m1, n0, n1);
+    return gemm_block(&g, k, m0, m1, n0, n1, NULL, nt);
 }
 
 bool mag_gemm(mag_dtype_t dt, int64_t M, int64_t N, int64_t K, const void *A, int64_t rsa, int64_t csa,
