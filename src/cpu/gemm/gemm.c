@@ -4,6 +4,7 @@
  * microkernel. Each thread packs its own panels into scratch memory that it keeps between calls.
  */
 #include "kernel.h"
+#include "core/internal.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -217,7 +218,8 @@ static void grid(const job_t *g, const mag_gemm_kernel_t *k, int64_t nt, int64_t
 #define GEMV_MAX_ROWS 16
 
 /* Columns [n0, n1) of C from x (A's rows in float32): dot products with B's columns or sums of its rows. */
-static void gemv_cols(const job_t *g, const mag_gemv_kernel_t *v, const float *x, float *y, int64_t n0, int64_t n1) {
+static void gemv_cols(const job_t *g, const mag_gemv_kernel_t *v, mag_gemm_epi_fn epi, const float *x, float *y,
+                      int64_t n0, int64_t n1) {
     int64_t n = n1 - n0, gm = mag_gemm_min(g->M, MAG_GEMV_MAX_M);
     const uint8_t *w = ELEM(g->B, 0, n0, g->rsb, g->csb, g->es);
     for (int64_t r0 = 0; r0 < g->M; r0 += gm) {
@@ -226,8 +228,7 @@ static void gemv_cols(const job_t *g, const mag_gemv_kernel_t *v, const float *x
             v->dot(g->dt, m, n, g->K, x + r0 * g->K, w, g->csb, y);
         else
             v->axpy(g->dt, m, n, g->K, x + r0 * g->K, w, g->rsb, y);
-        mag_gemm_epilogue_generic(g->dt, m, n, y, n, ELEM(g->C, r0, n0, g->rsc, g->csc, g->es), g->rsc, g->csc,
-                                  g->alpha, g->beta);
+        epi(g->dt, m, n, y, n, ELEM(g->C, r0, n0, g->rsc, g->csc, g->es), g->rsc, g->csc, g->alpha, g->beta);
     }
 }
 
@@ -235,7 +236,8 @@ static void gemv_cols(const job_t *g, const mag_gemv_kernel_t *v, const float *x
  * Few rows of A and B with a unit stride: stream B, as dot products or row sums by its layout.
  * Dot products take their columns on demand when the threads share a claim counter.
  */
-static bool gemv(const job_t *g, const mag_gemv_kernel_t *v, int64_t ti, int64_t nt, atomic_int_fast64_t *claimed) {
+static bool gemv(const job_t *g, const mag_gemv_kernel_t *v, mag_gemm_epi_fn epi, int64_t ti, int64_t nt,
+                 atomic_int_fast64_t *claimed) {
     int64_t n0, n1, most = mag_gemm_roundup((g->N + nt - 1) / nt, 64), gm = mag_gemm_min(g->M, MAG_GEMV_MAX_M);
     bool on_demand = claimed && nt > 1 && g->rsb == 1;
     float *x = scratch_get((size_t)(g->M * g->K + gm * most) * sizeof(float));
@@ -246,14 +248,14 @@ static bool gemv(const job_t *g, const mag_gemv_kernel_t *v, int64_t ti, int64_t
             const uint8_t *s = ELEM(g->A, r, p, g->rsa, g->csa, g->es);
             x[r * g->K + p] = g->dt == MAG_DTYPE_FLOAT32    ? *(const float *)s
                               : g->dt == MAG_DTYPE_FLOAT16 ? mag_f16_to_f32(*(const uint16_t *)s)
-                                                            : mag_bf16_to_f32(*(const uint16_t *)s);
+                                                            : mag_bitsf((uint32_t)*(const uint16_t *)s << 16);
         }
     if (!on_demand) {
         share(g->N, nt, ti, 64, &n0, &n1);
-        if (n0 < n1) gemv_cols(g, v, x, y, n0, n1);
+        if (n0 < n1) gemv_cols(g, v, epi, x, y, n0, n1);
         return true;
     }
-    while (claim(claimed, g->N, nt, 64, &n0, &n1)) gemv_cols(g, v, x, y, n0, n1);
+    while (claim(claimed, g->N, nt, 64, &n0, &n1)) gemv_cols(g, v, epi, x, y, n0, n1);
     return true;
 }
 
@@ -286,7 +288,7 @@ bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_d
     }
     if (N == 1 && M > 1) /* a matrix times a vector: solve C^T = B^T A^T, a GEMV */
         g = transposed(&g);
-    if (v && g.M <= GEMV_MAX_ROWS && (g.rsb == 1 || g.csb == 1)) return gemv(&g, v, ti, nt, claimed);
+    if (v && g.M <= GEMV_MAX_ROWS && (g.rsb == 1 || g.csb == 1)) return gemv(&g, v, k->epi, ti, nt, claimed);
     /* x @ W.T (W's rows depth-contiguous) with fewer rows in x: C^T = W x^T reads W in place and packs x. */
     if (k->ukr_rows && g.rsb == 1 && g.csb != 1 && g.csa == 1 && g.M < g.N)
         g = transposed(&g);
