@@ -24,9 +24,11 @@
 #define cpu_pause() ((void)0)
 #endif
 
-/* How long a waiter spins before it sleeps: well above the gap between two ops of a Python loop
- * (a few us), well below a scheduler slice. */
-#define SPIN_NS 50000
+/* How long a waiter spins before it sleeps: above the gaps of serial work between two parallel ops
+ * (an LLM decode step runs norms, rope and cache writes for ~100 us between its GEMVs: with a
+ * 50 us spin the worker slept ~40 times a token and every wake-up cost a syscall and a late
+ * start), well below a scheduler slice. */
+#define SPIN_NS 1000000
 
 /* A counter one thread waits on and another advances, with the sleep path of the waiter. */
 typedef struct mailbox {
