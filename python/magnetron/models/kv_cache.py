@@ -1,8 +1,8 @@
 """A preallocated key/value cache, written in place.
 
 Every layer owns one K and one V buffer of shape (B, H_kv, capacity, D). A forward step at
-position ``pos`` with T new tokens writes its keys and values into rows pos..pos+T-1 by slice
-assignment and attends over the view of rows 0..pos+T-1: no concatenation, no copy of the past.
+position ``pos`` with T new tokens copies its keys and values into rows pos..pos+T-1 and attends
+over the view of rows 0..pos+T-1: no concatenation, no copy of the past.
 ``length`` counts the positions held; ``truncate`` rolls back, which is how a chat turn whose
 prompt starts with the tokens already cached runs only the tokens after that shared prefix.
 """
@@ -51,6 +51,7 @@ class KVCache:
         The caller advances ``length`` once all layers are written."""
         end = pos + k.shape[2]
         kbuf, vbuf = self.k[layer], self.v[layer]  # (B, H_kv, capacity, D)
-        kbuf[:, :, pos:end] = k
-        vbuf[:, :, pos:end] = v
-        return kbuf[:, :, :end], vbuf[:, :, :end]  # (B, H_kv, pos+T, D) each
+        # narrow + copy_ rather than slice syntax: the same views without parsing an index per call
+        kbuf.narrow(2, pos, end - pos).copy_(k)
+        vbuf.narrow(2, pos, end - pos).copy_(v)
+        return kbuf.narrow(2, 0, end), vbuf.narrow(2, 0, end)  # (B, H_kv, pos+T, D) each
