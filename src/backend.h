@@ -16,8 +16,19 @@ typedef struct mag_kernel_args {
     int64_t n_attrs;
     mag_philox_key_t rng;  /* counter blocks reserved for random ops */
     atomic_int *status;    /* a kernel stores a mag_status_t here to fail the op (e.g. division by zero) */
-    atomic_int_fast64_t *claimed; /* 0 at the start, shared by the run's shares: work handed out on demand */
+    struct mag_run_shared *shared; /* zeroed for each run, seen by all its shares */
 } mag_kernel_args_t;
+
+/*
+ * What the shares of one run share: kernels that hand out work on demand count it in claimed,
+ * and the last share to finish (finished) may combine what the others left in buf, which the
+ * first share to need it allocates and the last one frees.
+ */
+typedef struct mag_run_shared {
+    atomic_int_fast64_t claimed;
+    atomic_int_fast64_t finished;
+    void *_Atomic buf;
+} mag_run_shared_t;
 
 /* A kernel does its share [ti of nt] of the op; with nt == 1 it does all of it. */
 typedef void (*mag_kernel_fn)(const mag_kernel_args_t *a, int64_t ti, int64_t nt);

@@ -55,8 +55,8 @@ mag_status_t mag_dispatch(mag_op_t op, mag_dtype_t key, mag_tensor_t *out, mag_t
         return mag_error(MAG_ERR_UNSUPPORTED, "%s: no %s kernel for dtype %s", op_infos[op].name, be->name,
                          MAG_DTNAME(key));
     atomic_int status = MAG_OK;
-    atomic_int_fast64_t claimed = 0;
-    mag_kernel_args_t a = {op, out, in, n_in, attrs, n_attrs, {0, 0}, &status, &claimed};
+    mag_run_shared_t shared = {0, 0, NULL};
+    mag_kernel_args_t a = {op, out, in, n_in, attrs, n_attrs, {0, 0}, &status, &shared};
     if (op_infos[op].flags & MAG_OPF_RANDOM) a.rng = mag_rng_reserve((uint64_t)work); /* one block per element */
     if (work > 0) be->run(fn, &a, work, single_thread);
     if (out) mag_tensor_bump_version(out);

@@ -84,12 +84,12 @@ static int64_t n_cases, n_failed;
 
 static bool run_gemm(const path_case_t *pc, mag_dtype_t dt, int64_t M, int64_t N, int64_t K, const mat_t *a,
                      const mat_t *b, mat_t *c, float alpha, float beta, int64_t ti, int64_t nt,
-                     atomic_int_fast64_t *claimed) {
+                     mag_run_shared_t *shared) {
     if (pc->k)
         return mag_gemm_with(pc->k, NULL, dt, M, N, K, origin(dt, a), a->rs, a->cs, origin(dt, b), b->rs, b->cs,
                              origin(dt, c), c->rs, c->cs, alpha, beta, ti, nt, NULL);
     return mag_gemm(dt, M, N, K, origin(dt, a), a->rs, a->cs, origin(dt, b), b->rs, b->cs, origin(dt, c), c->rs,
-                    c->cs, alpha, beta, ti, nt, claimed);
+                    c->cs, alpha, beta, ti, nt, shared);
 }
 
 /* One multiplication, checked element by element against the float64 reference. */
@@ -110,9 +110,9 @@ static void check(const path_case_t *pc, mag_dtype_t dt, int64_t M, int64_t N, i
             c0[i * N + j] = v;
         }
     bool ok = true;
-    /* every other case shares a claim counter: the shares then take GEMV columns on demand (here in turn) */
-    atomic_int_fast64_t counter = 0, *claimed = n_cases % 2 ? &counter : NULL;
-    for (int64_t ti = 0; ti < nt; ++ti) ok &= run_gemm(pc, dt, M, N, K, &a, &b, &c, alpha, beta, ti, nt, claimed);
+    /* every other case gives the shares shared state: they then take work on demand (here in turn) */
+    mag_run_shared_t state = {0, 0, NULL}, *shared = n_cases % 2 ? &state : NULL;
+    for (int64_t ti = 0; ti < nt; ++ti) ok &= run_gemm(pc, dt, M, N, K, &a, &b, &c, alpha, beta, ti, nt, shared);
     /* accumulation in float32 plus one rounding to the output dtype */
     double tol = dt == MAG_DTYPE_FLOAT32 ? 1e-5 : dt == MAG_DTYPE_FLOAT16 ? 1.5e-3 : 8e-3;
     int64_t bad = 0;

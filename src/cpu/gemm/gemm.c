@@ -121,8 +121,8 @@ static bool claim(atomic_int_fast64_t *claimed, int64_t n, int64_t nt, int64_t u
 #define ON_DEMAND_B_BYTES ((int64_t)1 << 20)
 
 /* Whether the threads of a call can take rows of C on demand: A in place, one block of B for all. */
-static bool rows_on_demand(const job_t *g, const mag_gemm_kernel_t *k, int64_t nt, atomic_int_fast64_t *claimed) {
-    return claimed && nt > 1 && reads_a_in_place(g, k) &&
+static bool rows_on_demand(const job_t *g, const mag_gemm_kernel_t *k, int64_t nt, mag_run_shared_t *sh) {
+    return sh && nt > 1 && reads_a_in_place(g, k) &&
            mag_gemm_roundup(g->N, k->nr) * mag_gemm_roundup(g->K, k->kq) * k->esz <= ON_DEMAND_B_BYTES;
 }
 
@@ -242,13 +242,44 @@ static void gemv_cols(const job_t *g, const mag_gemv_kernel_t *v, mag_gemm_epi_f
 }
 
 /*
+ * x @ W for one row x and W's rows contiguous: each share sums its own run of W's rows (one
+ * sequential stream; splitting the columns instead gives every thread two interleaved
+ * half-row streams, measured ~10% slower from memory) into its partial row in sh->buf, and the
+ * last share to finish adds the partials in share order (the same bits for every run at one
+ * thread count) and stores C.
+ */
+static bool gemv_rows_split(const job_t *g, const mag_gemv_kernel_t *v, mag_gemm_epi_fn epi, const float *x,
+                            int64_t ti, int64_t nt, mag_run_shared_t *sh) {
+    const int64_t n = g->N;
+    float *buf = atomic_load_explicit(&sh->buf, memory_order_acquire);
+    if (!buf) {
+        float *mine = aligned_alloc(64, (size_t)mag_gemm_roundup(nt * n * (int64_t)sizeof(float), 64));
+        void *none = NULL;
+        if (!mine) return false;
+        if (atomic_compare_exchange_strong(&sh->buf, &none, mine)) buf = mine;
+        else free(mine), buf = none;
+    }
+    int64_t p0, p1;
+    share(g->K, nt, ti, 8, &p0, &p1);
+    float *part = buf + ti * n;
+    if (p0 < p1) v->axpy(g->dt, 1, n, p1 - p0, x + p0, ELEM(g->B, p0, 0, g->rsb, 1, g->es), g->rsb, part);
+    else memset(part, 0, (size_t)n * sizeof(float));
+    if (atomic_fetch_add_explicit(&sh->finished, 1, memory_order_acq_rel) != nt - 1) return true;
+    for (int64_t t = 1; t < nt; ++t)
+        for (int64_t j = 0; j < n; ++j) buf[j] += buf[t * n + j];
+    epi(g->dt, 1, n, buf, n, g->C, g->rsc, g->csc, g->alpha, g->beta);
+    free(buf);
+    return true;
+}
+
+/*
  * Few rows of A and B with a unit stride: stream B, as dot products or row sums by its layout.
- * Dot products take their columns on demand when the threads share a claim counter.
+ * With shared state, dot products take their columns on demand and one row's sums split the rows.
  */
 static bool gemv(const job_t *g, const mag_gemv_kernel_t *v, mag_gemm_epi_fn epi, int64_t ti, int64_t nt,
-                 atomic_int_fast64_t *claimed) {
+                 mag_run_shared_t *sh) {
     int64_t n0, n1, most = mag_gemm_roundup((g->N + nt - 1) / nt, 64), gm = mag_gemm_min(g->M, MAG_GEMV_MAX_M);
-    bool on_demand = claimed && nt > 1 && g->rsb == 1;
+    bool on_demand = sh && nt > 1 && g->rsb == 1, rows_split = sh && nt > 1 && g->rsb != 1 && g->M == 1;
     float *x = scratch_get((size_t)(g->M * g->K + gm * most) * sizeof(float));
     if (!x) return false;
     float *y = x + g->M * g->K;
@@ -259,12 +290,13 @@ static bool gemv(const job_t *g, const mag_gemv_kernel_t *v, mag_gemm_epi_fn epi
                               : g->dt == MAG_DTYPE_FLOAT16 ? mag_f16_to_f32(*(const uint16_t *)s)
                                                             : mag_bitsf((uint32_t)*(const uint16_t *)s << 16);
         }
+    if (rows_split) return gemv_rows_split(g, v, epi, x, ti, nt, sh);
     if (!on_demand) {
         share(g->N, nt, ti, 64, &n0, &n1);
         if (n0 < n1) gemv_cols(g, v, epi, x, y, n0, n1);
         return true;
     }
-    while (claim(claimed, g->N, nt, 64, &n0, &n1)) gemv_cols(g, v, epi, x, y, n0, n1);
+    while (claim(&sh->claimed, g->N, nt, 64, &n0, &n1)) gemv_cols(g, v, epi, x, y, n0, n1);
     return true;
 }
 
@@ -288,7 +320,7 @@ static job_t transposed(const job_t *g) {
 bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_dtype_t dt, int64_t M, int64_t N,
                    int64_t K, const void *A, int64_t rsa, int64_t csa, const void *B, int64_t rsb, int64_t csb, void *C,
                    int64_t rsc, int64_t csc, float alpha, float beta, int64_t ti, int64_t nt,
-                   atomic_int_fast64_t *claimed) {
+                   mag_run_shared_t *shared) {
     if (M <= 0 || N <= 0 || ti >= nt) return true;
     job_t g = {dt, mag_dtype_info(dt)->size, M, N, K, A, B, C, rsa, csa, rsb, csb, rsc, csc, alpha, beta};
     if (K <= 0) {
@@ -297,7 +329,7 @@ bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_d
     }
     if (N == 1 && M > 1) /* a matrix times a vector: solve C^T = B^T A^T, a GEMV */
         g = transposed(&g);
-    if (v && g.M <= GEMV_MAX_ROWS && (g.rsb == 1 || g.csb == 1)) return gemv(&g, v, k->epi, ti, nt, claimed);
+    if (v && g.M <= GEMV_MAX_ROWS && (g.rsb == 1 || g.csb == 1)) return gemv(&g, v, k->epi, ti, nt, shared);
     /* x @ W.T (W's rows depth-contiguous) with fewer rows in x: C^T = W x^T reads W in place and packs x. */
     if (k->ukr_rows && g.rsb == 1 && g.csb != 1 && g.csa == 1 && g.M < g.N)
         g = transposed(&g);
@@ -305,23 +337,23 @@ bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_d
     grid(&g, k, nt, &tm, &tn);
     share(g.M, tm, ti / tn, k->mr, &m0, &m1);
     share(g.N, tn, ti % tn, k->nr, &n0, &n1);
-    if (rows_on_demand(&g, k, nt, claimed)) return gemm_block(&g, k, 0, g.M, 0, g.N, claimed, nt);
+    if (rows_on_demand(&g, k, nt, shared)) return gemm_block(&g, k, 0, g.M, 0, g.N, &shared->claimed, nt);
     if (m0 >= m1 || n0 >= n1) return true;
     return gemm_block(&g, k, m0, m1, n0, n1, NULL, nt);
 }
 
 bool mag_gemm(mag_dtype_t dt, int64_t M, int64_t N, int64_t K, const void *A, int64_t rsa, int64_t csa,
               const void *B, int64_t rsb, int64_t csb, void *C, int64_t rsc, int64_t csc, float alpha, float beta,
-              int64_t ti, int64_t nt, atomic_int_fast64_t *claimed) {
+              int64_t ti, int64_t nt, mag_run_shared_t *shared) {
     mag_gemm_path_t p = mag_gemm_path();
     return mag_gemm_with(mag_gemm_kernel(p, dt), mag_gemv_kernel(p), dt, M, N, K, A, rsa, csa, B, rsb, csb, C, rsc,
-                         csc, alpha, beta, ti, nt, claimed);
+                         csc, alpha, beta, ti, nt, shared);
 }
 
 bool mag_gemm_batched(mag_dtype_t dt, int64_t batch, int64_t M, int64_t N, int64_t K, const void *A, int64_t bsa,
                       int64_t rsa, int64_t csa, const void *B, int64_t bsb, int64_t rsb, int64_t csb, void *C,
                       int64_t bsc, int64_t rsc, int64_t csc, float alpha, float beta, int64_t ti, int64_t nt,
-                      atomic_int_fast64_t *claimed) {
+                      mag_run_shared_t *shared) {
     int64_t es = (int64_t)mag_dtype_info(dt)->size, b0 = 0, b1 = batch, sub_ti = ti, sub_nt = nt;
     if (batch % nt == 0 || batch >= 4 * nt) { /* whole matrices per thread */
         share(batch, nt, ti, 1, &b0, &b1);
@@ -331,6 +363,6 @@ bool mag_gemm_batched(mag_dtype_t dt, int64_t batch, int64_t M, int64_t N, int64
     for (int64_t b = b0; b < b1; ++b)
         ok &= mag_gemm(dt, M, N, K, (const uint8_t *)A + b * bsa * es, rsa, csa, (const uint8_t *)B + b * bsb * es, rsb,
                        csb, (uint8_t *)C + b * bsc * es, rsc, csc, alpha, beta, sub_ti, sub_nt,
-                       batch == 1 ? claimed : NULL);
+                       batch == 1 ? shared : NULL);
     return ok;
 }

@@ -11,6 +11,7 @@
 #ifndef MAG_CPU_GEMM_H
 #define MAG_CPU_GEMM_H
 
+#include "backend.h"
 #include "magnetron.h"
 
 #include <stdatomic.h>
@@ -31,22 +32,23 @@ typedef enum mag_gemm_path {
 bool mag_gemm_supports(mag_dtype_t dt);
 
 /*
- * claimed: NULL, or a counter at 0 shared by the nt threads of this one call; GEMV rows are then
- * handed out on demand, so a thread that streams memory faster does not wait for the other.
+ * shared: NULL, or zeroed state shared by the nt threads of this one call (backend.h); GEMV and
+ * GEMM rows are then handed out on demand, so a thread that streams memory faster does not
+ * wait for the other, and x @ W for one row splits W's rows (see gemm.c).
  */
 bool mag_gemm(mag_dtype_t dt, int64_t M, int64_t N, int64_t K, const void *A, int64_t rsa, int64_t csa, const void *B,
               int64_t rsb, int64_t csb, void *C, int64_t rsc, int64_t csc, float alpha, float beta, int64_t ti,
-              int64_t nt, atomic_int_fast64_t *claimed);
+              int64_t nt, mag_run_shared_t *shared);
 
 /*
  * `batch` independent multiplications; matrix b of X starts bsx elements after matrix b - 1
  * (0 broadcasts one matrix). Threads take whole matrices when there are enough of them to
- * share evenly, otherwise every thread takes part of each. claimed serves a batch of one only.
+ * share evenly, otherwise every thread takes part of each. shared serves a batch of one only.
  */
 bool mag_gemm_batched(mag_dtype_t dt, int64_t batch, int64_t M, int64_t N, int64_t K, const void *A, int64_t bsa,
                       int64_t rsa, int64_t csa, const void *B, int64_t bsb, int64_t rsb, int64_t csb, void *C,
                       int64_t bsc, int64_t rsc, int64_t csc, float alpha, float beta, int64_t ti, int64_t nt,
-                      atomic_int_fast64_t *claimed);
+                      mag_run_shared_t *shared);
 
 /*
  * The path in use: the best this machine and OS support, or the one MAGNETRON_GEMM_PATH names

@@ -81,7 +81,7 @@ extern const mag_gemv_kernel_t mag_gemv_bf16_avx512;
 bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_dtype_t dt, int64_t M, int64_t N,
                    int64_t K, const void *A, int64_t rsa, int64_t csa, const void *B, int64_t rsb, int64_t csb, void *C,
                    int64_t rsc, int64_t csc, float alpha, float beta, int64_t ti, int64_t nt,
-                   atomic_int_fast64_t *claimed);
+                   mag_run_shared_t *shared);
 
 /* The kernels of path p for dtype dt (path.c). */
 const mag_gemm_kernel_t *mag_gemm_kernel(mag_gemm_path_t p, mag_dtype_t dt);

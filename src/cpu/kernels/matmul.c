@@ -206,7 +206,7 @@ static void k_matmul_engine(const mag_kernel_args_t *a, int64_t ti, int64_t nt) 
         if (!mag_gemm_batched(C->dtype, shape[inner], m, n, k, pa + oa * es, strides[inner][0], A->strides[r - 2],
                               A->strides[r - 1], pb + ob * es, strides[inner][1], B->strides[r - 2], B->strides[r - 1],
                               pc + oc * es, strides[inner][2], C->strides[r - 2], C->strides[r - 1], 1.0f, 0.0f, ti,
-                              nt, outer == 1 ? a->claimed : NULL)) {
+                              nt, outer == 1 ? a->shared : NULL)) {
             atomic_store(a->status, MAG_ERR_MEMORY);
             return;
         }
