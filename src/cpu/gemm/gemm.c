@@ -333,11 +333,11 @@ bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_d
     /* x @ W.T (W's rows depth-contiguous) with fewer rows in x: C^T = W x^T reads W in place and packs x. */
     if (k->ukr_rows && g.rsb == 1 && g.csb != 1 && g.csa == 1 && g.M < g.N)
         g = transposed(&g);
+    if (rows_on_demand(&g, k, nt, shared)) return gemm_block(&g, k, 0, g.M, 0, g.N, &shared->claimed, nt);
     int64_t tm = 1, tn = 1, m0, m1, n0, n1;
     grid(&g, k, nt, &tm, &tn);
     share(g.M, tm, ti / tn, k->mr, &m0, &m1);
     share(g.N, tn, ti % tn, k->nr, &n0, &n1);
-    if (rows_on_demand(&g, k, nt, shared)) return gemm_block(&g, k, 0, g.M, 0, g.N, &shared->claimed, nt);
     if (m0 >= m1 || n0 >= n1) return true;
     return gemm_block(&g, k, m0, m1, n0, n1, NULL, nt);
 }
