@@ -196,6 +196,7 @@ enum {
     MAG_OPF_NOGRAD = 1 << 1,  /* not differentiable (integer results, fills, random) */
     MAG_OPF_RANDOM = 1 << 2,  /* draws from the counter-based generator */
     MAG_OPF_INT_TO_FLOAT = 1 << 3, /* integer/boolean inputs compute (and return) float32 */
+    MAG_OPF_HOST = 1 << 4,    /* the front end reads tensor values on the host: no graph capture */
 };
 
 typedef struct mag_op_info {
@@ -227,6 +228,18 @@ mag_status_t mag_tensor_contiguous(mag_tensor_t *t, mag_tensor_t **out);        
 mag_status_t mag_tensor_copy_(mag_tensor_t *dst, mag_tensor_t *src);                /* src broadcast to dst */
 /* Read one element (by multi-index) as a scalar of the tensor's kind. */
 mag_status_t mag_tensor_get(const mag_tensor_t *t, const int64_t *index, mag_scalar_t *out);
+
+/* ---- graph capture ----
+ * Between begin and end, every kernel this thread launches runs and is recorded; replay launches
+ * them again on the same tensors (held by the graph), skipping every front end: the data of those
+ * tensors may change between replays, their shapes and storage may not. Ops whose front end reads
+ * tensor values on the host (MAG_OPF_HOST) and ops that autograd records fail while capturing. */
+typedef struct mag_graph mag_graph_t;
+mag_status_t mag_graph_begin(mag_graph_t **out);
+mag_status_t mag_graph_end(mag_graph_t *g);
+mag_status_t mag_graph_replay(mag_graph_t *g);
+int64_t mag_graph_launches(const mag_graph_t *g);
+void mag_graph_free(mag_graph_t *g); /* also ends a capture in progress */
 
 /* ---- autograd ---- */
 /* Grad mode is thread-local; mag_set_grad_enabled returns the previous state so callers can restore it. */

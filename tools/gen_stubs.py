@@ -89,8 +89,13 @@ def render() -> str:
         "",
         "class FormatError(ValueError): ...",
         "",
-        "class Tensor:",
+        "class Graph:",
     ]
+    for name in sorted(vars(_C.Graph)):
+        value = getattr(_C.Graph, name)
+        if hasattr(value, "__nb_signature__"):
+            lines.append("    " + _nb_signature(value, name))
+    lines += ["", "class Tensor:"]
     for name in sorted(vars(mag.Tensor)):
         if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
             continue
@@ -103,7 +108,8 @@ def render() -> str:
     lines.append("")
     for name in sorted(vars(_C)):
         value = getattr(_C, name)
-        if name.startswith("__") or name in ("Tensor", "FormatError") or not hasattr(value, "__nb_signature__"):
+        classes = ("Tensor", "FormatError", "Graph")
+        if name.startswith("__") or name in classes or not hasattr(value, "__nb_signature__"):
             continue
         lines.append(_nb_signature(value, name))
     return "\n".join(lines) + "\n"

@@ -32,6 +32,7 @@ from .dtype import (
     uint32,
     uint64,
 )
+from .graph import Graph
 from .io import Snapshot, load, save
 
 __version__ = "0.1.0"
@@ -49,6 +50,7 @@ __all__ = [
     "save",
     "load",
     "Snapshot",
+    "Graph",
     "float32",
     "float16",
     "bfloat16",

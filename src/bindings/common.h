@@ -41,4 +41,5 @@ void register_tensor(nb::module_ &m, nb::class_<Tensor> &cls);
 void register_ops(nb::module_ &m, nb::class_<Tensor> &cls);
 void register_interop(nb::module_ &m, nb::class_<Tensor> &cls);
 void register_snapshot(nb::module_ &m);
+void register_graph(nb::module_ &m);
 extern PyType_Slot tensor_buffer_slots[];

@@ -185,4 +185,5 @@ NB_MODULE(_C, m) {
     register_ops(m, cls);
     register_interop(m, cls);
     register_snapshot(m);
+    register_graph(m);
 }

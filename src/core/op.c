@@ -47,13 +47,9 @@ mag_status_t mag_check_writable(const char *op, const mag_tensor_t *out) {
     return MAG_OK;
 }
 
-mag_status_t mag_dispatch(mag_op_t op, mag_dtype_t key, mag_tensor_t *out, mag_tensor_t *const *in, int64_t n_in,
-                          const mag_scalar_t *attrs, int64_t n_attrs, int64_t work, bool single_thread) {
+mag_status_t mag_launch(mag_kernel_fn fn, mag_op_t op, mag_dtype_t key, mag_tensor_t *out, mag_tensor_t *const *in,
+                        int64_t n_in, const mag_scalar_t *attrs, int64_t n_attrs, int64_t work, bool single_thread) {
     const mag_backend_t *be = mag_cpu_backend();
-    mag_kernel_fn fn = be->lookup(op, key);
-    if (!fn)
-        return mag_error(MAG_ERR_UNSUPPORTED, "%s: no %s kernel for dtype %s", op_infos[op].name, be->name,
-                         MAG_DTNAME(key));
     atomic_int status = MAG_OK;
     mag_run_shared_t shared = {0, 0, NULL};
     mag_kernel_args_t a = {op, out, in, n_in, attrs, n_attrs, {0, 0}, &status, &shared};
@@ -64,8 +60,22 @@ mag_status_t mag_dispatch(mag_op_t op, mag_dtype_t key, mag_tensor_t *out, mag_t
     if (st == MAG_ERR_ZERO_DIVISION)
         return mag_error(MAG_ERR_ZERO_DIVISION, "%s: integer division or modulo by zero (dtype %s, result shape %s)",
                          op_infos[op].name, MAG_DTNAME(key), out ? MAG_SHAPE(out) : "()");
+    if (st == MAG_ERR_INDEX)
+        return mag_error(MAG_ERR_INDEX, "%s: an index is out of bounds (result shape %s)", op_infos[op].name,
+                         out ? MAG_SHAPE(out) : "()");
     if (st != MAG_OK) return mag_error((mag_status_t)st, "%s: kernel failed", op_infos[op].name);
     return MAG_OK;
+}
+
+mag_status_t mag_dispatch(mag_op_t op, mag_dtype_t key, mag_tensor_t *out, mag_tensor_t *const *in, int64_t n_in,
+                          const mag_scalar_t *attrs, int64_t n_attrs, int64_t work, bool single_thread) {
+    const mag_backend_t *be = mag_cpu_backend();
+    mag_kernel_fn fn = be->lookup(op, key);
+    if (!fn)
+        return mag_error(MAG_ERR_UNSUPPORTED, "%s: no %s kernel for dtype %s", op_infos[op].name, be->name,
+                         MAG_DTNAME(key));
+    if (mag_graph_capturing()) MAG_TRY(mag_graph_record(fn, op, key, out, in, n_in, attrs, n_attrs, work, single_thread));
+    return mag_launch(fn, op, key, out, in, n_in, attrs, n_attrs, work, single_thread);
 }
 
 /* Cast `t` to dt when needed; *tmp holds a reference to release (or NULL). */
@@ -179,11 +189,11 @@ mag_status_t mag_op(mag_op_t op, mag_tensor_t *const *inputs, int64_t n_inputs, 
     for (int64_t i = 0; i < n_inputs; ++i)
         if (!inputs[i]) return mag_error(MAG_ERR_VALUE, "%s: input %lld is missing", info->name, (long long)i);
     mag_autograd_enter(); /* ops called from inside this one record nothing */
-    mag_status_t s;
     mag_tensor_t *dst = *out;
-    if (dst && mag_grad_recording() && (dst->requires_grad || mag_needs_grad(inputs, n_inputs))) {
+    mag_status_t s = mag_graph_check(op, inputs, n_inputs, dst);
+    if (s == MAG_OK && dst && mag_grad_recording() && (dst->requires_grad || mag_needs_grad(inputs, n_inputs))) {
         s = mag_grad_inplace(op, inputs, n_inputs, attrs, n_attrs, dst);
-    } else {
+    } else if (s == MAG_OK) {
         s = fronts[op](op, inputs, n_inputs, attrs, n_attrs, out);
         if (s == MAG_OK && !dst && mag_needs_grad(inputs, n_inputs)) {
             s = mag_grad_record_op(op, inputs, n_inputs, attrs, n_attrs, *out);

@@ -16,6 +16,16 @@ typedef mag_status_t (*mag_front_fn)(mag_op_t op, mag_tensor_t *const *in, int64
 /* Look up the kernel for (op, key dtype) and run it over `work` elements. */
 mag_status_t mag_dispatch(mag_op_t op, mag_dtype_t key, mag_tensor_t *out, mag_tensor_t *const *in, int64_t n_in,
                           const mag_scalar_t *attrs, int64_t n_attrs, int64_t work, bool single_thread);
+/* Run kernel fn of (op, key) over `work` elements now (what mag_dispatch does after the lookup; a graph replay). */
+mag_status_t mag_launch(mag_kernel_fn fn, mag_op_t op, mag_dtype_t key, mag_tensor_t *out, mag_tensor_t *const *in,
+                        int64_t n_in, const mag_scalar_t *attrs, int64_t n_attrs, int64_t work, bool single_thread);
+/* Graph capture (graph.c): whether this thread records its launches, the refusal of ops a replay
+ * cannot repeat (MAG_OPF_HOST, autograd recording), and the recording of one launch. */
+bool mag_graph_capturing(void);
+mag_status_t mag_graph_check(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, const mag_tensor_t *dst);
+mag_status_t mag_graph_record(mag_kernel_fn fn, mag_op_t op, mag_dtype_t key, mag_tensor_t *out,
+                              mag_tensor_t *const *in, int64_t n_in, const mag_scalar_t *attrs, int64_t n_attrs,
+                              int64_t work, bool single_thread);
 /* A destination must be writable and must not have two elements at one address. */
 mag_status_t mag_check_writable(const char *op, const mag_tensor_t *out);
 /* The dtype categories bool < integer < float: a result may be written into an output of the same or higher one. */

@@ -9,7 +9,10 @@
  * Attributes [scale, causal, causal_offset]: with causal, query i sees keys j <= i + causal_offset.
  * 0 is torch's is_causal (top-left aligned); Lk - Lq puts query i at absolute position Lk - Lq + i
  * (a KV-cache decode step or a prompt continued from a cache). A row that sees no key (or Lk = 0)
- * gives zeros, as torch 2.13 does for fully masked rows.
+ * gives zeros, as torch 2.13 does for fully masked rows. An optional fourth input, a one-element
+ * integer tensor, replaces causal_offset and is read when the kernel runs: k and v can then be a
+ * whole preallocated cache (keys past the offset are never read) and a captured graph
+ * (core/graph.c) attends over one more position on every replay.
  *
  * The front plans the work and the CPU kernel (cpu/kernels/attention.c) runs it. One work item is
  * a key/value head of one batch entry with up to ATT_ROWS query rows: ng of the heads sharing it
@@ -27,7 +30,11 @@
 #define ATT_SPLIT_KEYS 256   /* fewest keys worth a split of their own */
 
 /* Internal attributes the kernel reads (after the op's three). */
-enum { ATT_A_SCALE, ATT_A_CAUSAL, ATT_A_OFFSET, ATT_A_NG, ATT_A_NI, ATT_A_NSPLIT, ATT_A_PHASE, ATT_A__COUNT };
+enum {
+    ATT_A_SCALE, ATT_A_CAUSAL, ATT_A_OFFSET, ATT_A_NG, ATT_A_NI, ATT_A_NSPLIT, ATT_A_PHASE,
+    ATT_A_DYN_OFFSET, /* the last kernel input holds causal_offset (int64) */
+    ATT_A__COUNT
+};
 
 static const char *OP = "scaled_dot_product_attention";
 
@@ -96,8 +103,8 @@ static int64_t plan_splits(int64_t items, int64_t lk) {
     return want < most ? want : most;
 }
 
-static mag_status_t run(mag_op_t op, mag_tensor_t *const *views, const att_dims_t *d, int64_t n_batch,
-                        mag_scalar_t *ka) {
+static mag_status_t run(mag_op_t op, mag_tensor_t *const *views, mag_tensor_t *offset, const att_dims_t *d,
+                        int64_t n_batch, mag_scalar_t *ka) {
     int64_t hq = d->h[0], hkv = d->h[1], lq = d->l[0], lk = d->l[1];
     int64_t g = hq / hkv, ng = g < ATT_ROWS ? g : ATT_ROWS, ni = ATT_ROWS / ng;
     if (ni > lq) ni = lq;
@@ -111,24 +118,37 @@ static mag_status_t run(mag_op_t op, mag_tensor_t *const *views, const att_dims_
     int64_t rows = n_batch * hq * lq, work;
     if (__builtin_mul_overflow(rows, lk + 1, &work) || __builtin_mul_overflow(work, d->e[0] + d->e[2] + 1, &work))
         work = INT64_MAX;
-    mag_tensor_t *in[4] = {views[0], views[1], views[2], NULL};
-    if (nsplit == 1) return mag_dispatch(op, views[3]->dtype, views[3], in, 3, ka, ATT_A__COUNT, work, false);
-    /* per (item, split, row): running max, running sum, the unnormalised output */
-    int64_t shape[2] = {items * nsplit * ng * ni, d->e[2] + 2};
-    MAG_TRY(mag_tensor_empty(MAG_DTYPE_FLOAT32, 2, shape, &in[3]));
-    mag_status_t s = mag_dispatch(op, views[3]->dtype, views[3], in, 4, ka, ATT_A__COUNT, work, false);
-    ka[ATT_A_PHASE] = mag_scalar_int(1);
-    if (s == MAG_OK) s = mag_dispatch(op, views[3]->dtype, views[3], in, 4, ka, ATT_A__COUNT, in[3]->numel, false);
-    mag_tensor_release(in[3]);
+    /* kernel inputs: q, k, v, the split partials (nsplit > 1), the offset tensor (ATT_A_DYN_OFFSET) */
+    mag_tensor_t *in[5] = {views[0], views[1], views[2]}, *partial = NULL;
+    int64_t n_in = 3;
+    if (nsplit > 1) { /* per (item, split, row): running max, running sum, the unnormalised output */
+        int64_t shape[2] = {items * nsplit * ng * ni, d->e[2] + 2};
+        MAG_TRY(mag_tensor_empty(MAG_DTYPE_FLOAT32, 2, shape, &partial));
+        in[n_in++] = partial;
+    }
+    if (offset) in[n_in++] = offset;
+    mag_status_t s = mag_dispatch(op, views[3]->dtype, views[3], in, n_in, ka, ATT_A__COUNT, work, false);
+    if (s == MAG_OK && partial) {
+        ka[ATT_A_PHASE] = mag_scalar_int(1);
+        s = mag_dispatch(op, views[3]->dtype, views[3], in, n_in, ka, ATT_A__COUNT, partial->numel, false);
+    }
+    mag_tensor_release(partial);
     return s;
 }
 
 mag_status_t mag_front_sdpa(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, const mag_scalar_t *attrs,
                             int64_t n_attrs, mag_tensor_t **out) {
-    (void)n_in;
+    if (n_in != 3 && n_in != 4)
+        return mag_error(MAG_ERR_VALUE, "%s: expected q, k, v and an optional offset tensor, got %lld inputs", OP,
+                         (long long)n_in);
     att_dims_t d = {0};
     int64_t batch[MAG_MAX_RANK];
     MAG_TRY(check_inputs(in, &d, batch));
+    mag_tensor_t *offset_t = n_in == 4 ? in[3] : NULL;
+    if (offset_t && (offset_t->numel != 1 || !(mag_dtype_info(offset_t->dtype)->flags &
+                                               (MAG_DTF_SIGNED_INT | MAG_DTF_UNSIGNED_INT))))
+        return mag_error(MAG_ERR_VALUE, "%s: the causal offset tensor must hold one integer, got %s of shape %s", OP,
+                         MAG_DTNAME(offset_t->dtype), MAG_SHAPE(offset_t));
     if (mag_needs_grad(in, 3))
         return mag_error(MAG_ERR_RUNTIME,
                          "%s: the fused kernel is forward-only and an input requires grad (q %s, k %s, v %s); "
@@ -140,11 +160,9 @@ mag_status_t mag_front_sdpa(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, 
             return mag_error(MAG_ERR_TYPE, "%s: scale must be a float", OP);
         scale = attrs[0].f;
     }
-    int64_t causal, offset, lq = d.l[0], lk = d.l[1];
+    int64_t causal, offset, lq = d.l[0];
     MAG_TRY(mag_attr_int(OP, attrs, n_attrs, 1, 0, &causal));
     MAG_TRY(mag_attr_int(OP, attrs, n_attrs, 2, 0, &offset));
-    /* clamped so that i + offset + 1 cannot overflow: beyond these bounds nothing changes */
-    offset = offset > lk ? lk : offset < -lq - 1 ? -lq - 1 : offset;
     int64_t rank = d.nb + 3, shape[MAG_MAX_RANK], n_batch = 1;
     for (int64_t i = 0; i < d.nb; ++i) n_batch *= shape[i] = batch[i];
     shape[d.nb] = d.h[0], shape[d.nb + 1] = lq, shape[d.nb + 2] = d.e[2];
@@ -163,7 +181,11 @@ mag_status_t mag_front_sdpa(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, 
         if (!views[i]) s = mag_error(MAG_ERR_MEMORY, "%s: out of memory allocating a tensor header", OP);
     }
     mag_scalar_t ka[ATT_A__COUNT] = {mag_scalar_float(scale), mag_scalar_int(causal != 0), mag_scalar_int(offset)};
-    if (s == MAG_OK && numel > 0) s = run(op, views, &d, n_batch, ka);
+    ka[ATT_A_DYN_OFFSET] = mag_scalar_int(offset_t != NULL);
+    mag_tensor_t *offset64 = NULL; /* the kernel reads an int64 */
+    if (s == MAG_OK && offset_t) s = mag_tensor_cast(offset_t, MAG_DTYPE_INT64, &offset64);
+    if (s == MAG_OK && numel > 0) s = run(op, views, offset64, &d, n_batch, ka);
+    mag_tensor_release(offset64);
     for (int i = 0; i < 4; ++i) mag_tensor_release(views[i]);
     return mag_dest_close(&dest, s, out);
 }

@@ -228,3 +228,24 @@ def test_functional_explains_bad_inputs() -> None:
     q, k, v = errors((1, 3, 3, 8), (1, 2, 4, 8), (1, 2, 4, 8))
     with pytest.raises(ValueError, match=r"3 query heads are not a multiple of 2"):
         F.scaled_dot_product_attention(q, k, v)
+
+
+@pytest.mark.parametrize("dtype", [mag.float32, mag.bfloat16, mag.float64], ids=str)
+@pytest.mark.parametrize("offset", [0, 3, 57, -2])
+def test_offset_tensor_equals_the_int_offset_over_a_whole_cache(dtype, offset: int) -> None:
+    """A causal_offset tensor (read at run time) attends over a preallocated buffer like the int form:
+    keys past the offset are masked whatever the buffer holds (float64 runs the composed path)."""
+    rng = np.random.default_rng(offset + 10)
+    q, k, v = tensors(rng, dtype, (1, 4, 2, 16), (1, 2, 64, 16), (1, 2, 64, 16))
+    got = F.scaled_dot_product_attention(q, k, v, is_causal=True, causal_offset=mag.Tensor([offset]))
+    want = F.scaled_dot_product_attention(q, k, v, is_causal=True, causal_offset=offset)
+    np.testing.assert_array_equal(got.cast(mag.float32).numpy(), want.cast(mag.float32).numpy())
+    if dtype is not mag.float64:
+        check(got, reference(q, k, v, causal=True, offset=offset), dtype)
+
+
+def test_offset_tensor_must_hold_one_integer() -> None:
+    q = mag.Tensor.zeros(1, 2, 4)
+    for bad in (mag.Tensor([1, 2]), mag.Tensor([1.0])):
+        with pytest.raises(ValueError, match="offset tensor must hold one integer"):
+            _C._op(SDPA, [q, q, q, bad], [0.5, True, 0])

@@ -201,14 +201,16 @@ def scaled_dot_product_attention(
     is_causal: bool = False,
     scale: float | None = None,
     *,
-    causal_offset: int = 0,
+    causal_offset: int | Tensor = 0,
 ) -> Tensor:
     """softmax(q @ k^T * scale + mask) @ v over (..., heads, L, E) inputs of one dtype.
 
     Grouped-query attention: q may have a multiple of k/v's heads; query head h reads key/value head
     h // (Hq // Hkv), and k and v are never copied. ``is_causal`` lets query i see keys
     j <= i + ``causal_offset``: 0 is PyTorch's top-left aligned triangle, Lk - Lq puts query i at
-    absolute position Lk - Lq + i (decoding against a KV cache). A boolean ``attn_mask`` marks allowed
+    absolute position Lk - Lq + i (decoding against a KV cache). ``causal_offset`` may also be a
+    one-element integer tensor, read when the op runs: k and v can then be a whole preallocated cache
+    (keys past the offset are never read) in a captured ``Graph``. A boolean ``attn_mask`` marks allowed
     positions, a float mask is added to the scores. A query that may see no key gets zeros, as in PyTorch.
 
     Without ``attn_mask``, float32/float16/bfloat16 inputs run one fused, forward-only kernel (blocked
@@ -229,6 +231,8 @@ def scaled_dot_product_attention(
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
     recording = _grad_mode.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
     if attn_mask is None and q.dtype in _FUSED_DTYPES and not recording:
+        if isinstance(causal_offset, Tensor):
+            return _C._op(_SDPA_ID, [q, k, v, causal_offset], [scale, bool(is_causal), 0])
         return _C._op(_SDPA_ID, [q, k, v], [scale, bool(is_causal), int(causal_offset)])
     grouped = q.rank >= 3 and q.shape[-3] != k.shape[-3]
     if grouped:
@@ -241,8 +245,9 @@ def scaled_dot_product_attention(
         q = q.reshape(*batch, hk, hq // hk, L, E)
         k, v = k.unsqueeze(-3), v.unsqueeze(-3)
     scores = (q @ k.transpose(-2, -1)) * scale
-    if is_causal:
-        allowed = Tensor.ones(L, S, dtype=_dt.boolean).tril(causal_offset)
+    if is_causal:  # key j is allowed for query i when j <= i + causal_offset
+        rows = Tensor.arange(L, dtype=_dt.int64).unsqueeze(-1) + causal_offset
+        allowed = Tensor.arange(S, dtype=_dt.int64) <= rows  # (L, S)
         scores = scores.masked_fill(allowed.logical_not(), float("-inf"))
     if attn_mask is not None:
         if grouped and attn_mask.rank >= 3:

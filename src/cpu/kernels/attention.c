@@ -118,6 +118,10 @@ static void att_plan_init(att_plan_t *p, const mag_kernel_args_t *a, att_ld_fn l
     p->es = (int64_t)mag_dtype_info(q->dtype)->size;
     p->qmul = (float)(mag_scalar_as_double(a->attrs[0]) * 1.4426950408889634);
     p->causal = mag_scalar_as_int(a->attrs[1]) != 0, p->offset = mag_scalar_as_int(a->attrs[2]);
+    if (mag_scalar_as_int(a->attrs[7])) /* read now: a replayed graph changes it between runs */
+        p->offset = *(const int64_t *)mag_tensor_data(a->in[a->n_in - 1]);
+    /* clamped so that i + offset + 1 cannot overflow: beyond these bounds nothing changes */
+    p->offset = p->offset > p->lk ? p->lk : p->offset < -p->lq - 1 ? -p->lq - 1 : p->offset;
     p->ng = mag_scalar_as_int(a->attrs[3]), p->ni = mag_scalar_as_int(a->attrs[4]);
     p->nsplit = mag_scalar_as_int(a->attrs[5]);
     p->nhb = (p->g + p->ng - 1) / p->ng, p->nib = (p->lq + p->ni - 1) / p->ni, p->rows = p->ng * p->ni;
@@ -461,8 +465,8 @@ static void att_run(const mag_kernel_args_t *a, int64_t ti, int64_t nt, att_ld_f
         atomic_store(a->status, MAG_ERR_MEMORY);
         return;
     }
-    float *partial = a->n_in > 3 ? (float *)a->in[3]->storage->data + a->in[3]->offset : NULL;
-    if (a->n_in > 3 && mag_scalar_as_int(a->attrs[6]) == 1) {
+    float *partial = p.nsplit > 1 ? (float *)a->in[3]->storage->data + a->in[3]->offset : NULL;
+    if (partial && mag_scalar_as_int(a->attrs[6]) == 1) {
         for (int64_t item = ti; item < p.items; item += nt) att_combine(&p, &w, item, partial);
     } else { /* units interleave over threads: causal items late in the sequence cost more */
         for (int64_t u = ti; u < p.items * p.nsplit; u += nt) att_unit(&p, &w, u / p.nsplit, u % p.nsplit, partial);

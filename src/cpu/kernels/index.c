@@ -1,7 +1,8 @@
 /*
  * INDEX / INDEX_PUT / NONZERO kernels. The front end hands over contiguous int64 indices of
- * the broadcast shape B (already bounds-checked and made non-negative); each index position
- * selects one "tail" block x[i0, i1, ..., :, :] that is copied to or from contiguous memory.
+ * the broadcast shape B; each index position selects one "tail" block x[i0, i1, ..., :, :] that
+ * is copied to or from contiguous memory. The front end has checked the indices, but a replayed
+ * graph (core/graph.c) runs these kernels on new index values without it: they check again.
  */
 #include "common.h"
 
@@ -22,10 +23,16 @@ static tail_t make_tail(const mag_tensor_t *x, int64_t k) {
     return t;
 }
 
-/* Address in x of index position `pos` of B. */
+/* Address in x of index position `pos` of B (negative indices count from the end), or NULL when
+ * an index is out of bounds. */
 static uint8_t *row_base(const mag_tensor_t *x, mag_tensor_t *const *idx, int64_t k, int64_t pos) {
     int64_t off = 0;
-    for (int64_t j = 0; j < k; ++j) off += ((const int64_t *)mag_tensor_data(idx[j]))[pos] * x->strides[j];
+    for (int64_t j = 0; j < k; ++j) {
+        int64_t v = ((const int64_t *)mag_tensor_data(idx[j]))[pos], n = x->shape[j];
+        if (v < 0) v += n;
+        if (v < 0 || v >= n) return NULL;
+        off += v * x->strides[j];
+    }
     return (uint8_t *)mag_tensor_data(x) + off * (int64_t)mag_dtype_info(x->dtype)->size;
 }
 
@@ -52,8 +59,14 @@ static void k_index(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {
     int64_t n_rows = a->in[1]->numel, b, e;
     mag_partition(n_rows, ti, nt, &b, &e);
     uint8_t *out = mag_tensor_data(a->out);
-    for (int64_t r = b; r < e; ++r)
-        FOR_TAIL(tl, row_base(x, a->in + 1, k, r), out + r * tl.numel * es, es, memcpy(cp, xp, (size_t)es));
+    for (int64_t r = b; r < e; ++r) {
+        uint8_t *base = row_base(x, a->in + 1, k, r);
+        if (!base) {
+            atomic_store(a->status, MAG_ERR_INDEX);
+            return;
+        }
+        FOR_TAIL(tl, base, out + r * tl.numel * es, es, memcpy(cp, xp, (size_t)es));
+    }
 }
 
 #define ACCUMULATE(ID, ST, CT)                                                                                         \
@@ -79,6 +92,10 @@ static void k_index_put(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {
     uint8_t *vals = mag_tensor_data(a->in[0]);
     for (int64_t r = 0, n = a->in[1]->numel; r < n; ++r) {
         uint8_t *base = row_base(x, a->in + 1, k, r), *vrow = vals + r * tl.numel * es;
+        if (!base) {
+            atomic_store(a->status, MAG_ERR_INDEX);
+            return;
+        }
         if (accumulate) FOR_TAIL(tl, base, vrow, es, acc(xp, cp));
         else FOR_TAIL(tl, base, vrow, es, memcpy(xp, cp, (size_t)es));
     }
