@@ -183,7 +183,8 @@ mag_status_t mag_front_sdpa(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, 
     mag_scalar_t ka[ATT_A__COUNT] = {mag_scalar_float(scale), mag_scalar_int(causal != 0), mag_scalar_int(offset)};
     ka[ATT_A_DYN_OFFSET] = mag_scalar_int(offset_t != NULL);
     mag_tensor_t *offset64 = NULL; /* the kernel reads an int64 */
-    if (s == MAG_OK && offset_t) s = mag_tensor_cast(offset_t, MAG_DTYPE_INT64, &offset64);
+    if (s == MAG_OK && offset_t && offset_t->dtype == MAG_DTYPE_INT64) mag_tensor_retain(offset64 = offset_t);
+    else if (s == MAG_OK && offset_t) s = mag_tensor_cast(offset_t, MAG_DTYPE_INT64, &offset64);
     if (s == MAG_OK && numel > 0) s = run(op, views, offset64, &d, n_batch, ka);
     mag_tensor_release(offset64);
     for (int i = 0; i < 4; ++i) mag_tensor_release(views[i]);

@@ -55,6 +55,27 @@ def test_kv_cache_steps_equal_full_recompute(checkpoint, name):
     assert cache.length == 30 and cache.capacity >= 30
 
 
+@pytest.mark.parametrize("name", ["gpt2", "qwen3"])
+def test_replayed_decode_graph_equals_eager_steps(checkpoint, name):
+    """The decode loop's captured one-token forward, replayed at later positions (and captured again
+    when the cache grows new buffers), gives exactly the eager forward's logits."""
+    from magnetron.models.generate import DecodeGraph
+
+    net = models.load(checkpoint(name)).net
+    ids = random_ids(net.config.vocab_size, (14,), seed=2)
+    with mag.no_grad():
+        eager = net.new_cache(16)
+        want = [np.asarray(net(mag.Tensor([ids[:3]]), eager)[0, -1])]
+        want += [np.asarray(net(mag.Tensor([[t]]), eager)[0, 0]) for t in ids[3:]]
+        cache = net.new_cache(5)  # grows (new buffers) at position 5 and 10
+        got = [np.asarray(net(mag.Tensor([ids[:3]]), cache)[0, -1])]
+        step = DecodeGraph(net, cache)
+        got += [np.array(step(t)) for t in ids[3:]]  # copies: every replay rewrites the same logits
+    assert step.graph.captured and cache.length == 14
+    for i, (g, w) in enumerate(zip(got, want)):
+        np.testing.assert_array_equal(g, w, err_msg=f"position {i + 2}")
+
+
 @pytest.mark.parametrize("name", ARCHS)
 def test_greedy_continuation_matches_transformers_generate(checkpoint, name):
     folder = checkpoint(name)

@@ -155,15 +155,17 @@ def test_common_prefix():
 def test_kv_cache_writes_in_place_and_grows_keeping_rows():
     cache = KVCache(n_layers=2, batch=1, n_kv_heads=2, head_dim=3, capacity=2, max_capacity=8, dtype=mag.float32)
     k = mag.Tensor.normal(1, 2, 2, 3)
-    kv, vv = cache.update(1, 0, k, k * 2)
+    kv, vv = cache.update(1, mag.Tensor([0, 1], dtype=mag.int64), k, k * 2)
     assert kv.shape == (1, 2, 2, 3) and kv.tolist() == k.tolist() and vv.tolist() == (k * 2).tolist()
+    assert kv is cache.k[1] and vv is cache.v[1]  # the buffers themselves, written in place
     cache.length = 2
     cache.reserve(3)
     assert cache.capacity == 4  # doubled
     assert cache.k[1][:, :, :2].tolist() == k.tolist() and cache.v[1][:, :, :2].tolist() == (k * 2).tolist()
     k2 = mag.Tensor.normal(1, 2, 1, 3)
-    kv, _ = cache.update(1, 2, k2, k2)
-    assert kv.shape == (1, 2, 3, 3) and kv[:, :, 2:].tolist() == k2.tolist()
+    kv, _ = cache.update(1, mag.Tensor([2], dtype=mag.int64), k2, k2)
+    assert kv.shape == (1, 2, 4, 3) and kv[:, :, 2:3].tolist() == k2.tolist()
+    assert kv[:, :, :2].tolist() == k.tolist()
     cache.reserve(7)
     assert cache.capacity == 8  # capped at the context length
     cache.truncate(1)

@@ -1,8 +1,8 @@
 """A preallocated key/value cache, written in place.
 
 Every layer owns one K and one V buffer of shape (B, H_kv, capacity, D). A forward step at
-position ``pos`` with T new tokens copies its keys and values into rows pos..pos+T-1 and attends
-over the view of rows 0..pos+T-1: no concatenation, no copy of the past.
+position ``pos`` with T new tokens writes its keys and values into rows pos..pos+T-1 and attends
+over rows 0..pos+T-1 of the buffer: no concatenation, no copy of the past.
 ``length`` counts the positions held; ``truncate`` rolls back, which is how a chat turn whose
 prompt starts with the tokens already cached runs only the tokens after that shared prefix.
 """
@@ -46,12 +46,12 @@ class KVCache:
         """Forget every position from ``n`` on (their rows are overwritten by the next writes)."""
         self.length = min(self.length, n)
 
-    def update(self, layer: int, pos: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Write k, v (B, H_kv, T, D) at rows pos..pos+T-1 of ``layer``; return the views of rows 0..pos+T-1.
-        The caller advances ``length`` once all layers are written."""
-        end = pos + k.shape[2]
+    def update(self, layer: int, positions: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Write k, v (B, H_kv, T, D) at rows ``positions`` (T,) of ``layer``; return the whole buffers
+        (attention reads rows up to the last position only). The caller advances ``length`` once all
+        layers are written."""
         kbuf, vbuf = self.k[layer], self.v[layer]  # (B, H_kv, capacity, D)
-        # narrow + copy_ rather than slice syntax: the same views without parsing an index per call
-        kbuf.narrow(2, pos, end - pos).copy_(k)
-        vbuf.narrow(2, pos, end - pos).copy_(v)
-        return kbuf.narrow(2, 0, end), vbuf.narrow(2, 0, end)  # (B, H_kv, pos+T, D) each
+        # an index_put that reads the rows from `positions` when it runs (a replayed graph moves them)
+        kbuf[:, :, positions] = k
+        vbuf[:, :, positions] = v
+        return kbuf, vbuf

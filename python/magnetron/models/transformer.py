@@ -127,7 +127,7 @@ class Attention(nn.Module):
         rope: tuple[Tensor, Tensor] | None,  # cos, sin: (T, D/2) each, in x's dtype
         cache: KVCache | None,
         layer: int,
-        pos: int,  # absolute position of x's first token
+        positions: Tensor,  # (T,) int64: the absolute positions of x's tokens, consecutive
     ) -> Tensor:
         B, T, _ = x.shape
         H, H_kv, D = self.n_heads, self.n_kv_heads, self.head_dim
@@ -145,12 +145,16 @@ class Attention(nn.Module):
         v = v.transpose(1, 2)  # (B, H_kv, T, D)
         if rope is not None:
             q, k = F.rope(q, *rope), F.rope(k, *rope)
-        if cache is not None:  # append this step's keys/values and attend over everything held
-            k, v = cache.update(layer, pos, k, v)  # (B, H_kv, S, D) views, in the cache's dtype
+        offset: int | Tensor = 0
+        if cache is not None:  # write this step's keys/values at their positions, attend over the buffers
+            k, v = cache.update(layer, positions, k, v)  # (B, H_kv, capacity, D), in the cache's dtype
+            offset = positions[:1]  # (1,): pos, the first token's position
         # Query i sits at position pos + i and sees keys 0..pos+i: causality aligned bottom-right, so
-        # causal_offset = pos. The fused kernel reads k/v in place (cache views, in their own dtype),
-        # groups the H query heads over the H_kv key/value heads (GQA) and accumulates in float32.
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, causal_offset=pos)  # (B, H, T, D)
+        # causal_offset = pos. As a tensor it is read when the kernel runs (keys past it are never
+        # read), so a captured decode step attends over one more key on every replay. The fused
+        # kernel reads k/v in place, groups the H query heads over the H_kv key/value heads (GQA) and
+        # accumulates in float32.
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, causal_offset=offset)  # (B, H, T, D)
         y = y.transpose(1, 2).reshape(B, T, H * D)  # (B, T, H*D)
         return self.o_proj(y)  # (B, T, C)
 
@@ -204,10 +208,15 @@ class Transformer(nn.Module):
         cap = min(capacity, cfg.max_seq_len)
         return KVCache(cfg.n_layers, batch, cfg.n_kv_heads, cfg.head_dim, cap, cfg.max_seq_len, self.dtype)
 
-    def forward(self, ids: Tensor, cache: KVCache | None = None, last_only: bool = False) -> Tensor:
+    def forward(
+        self, ids: Tensor, cache: KVCache | None = None, last_only: bool = False, positions: Tensor | None = None
+    ) -> Tensor:
         """Logits (B, T, V) in float32 for ids (B, T) (only the last position's with ``last_only``).
 
         With a cache, ids continue the cached sequence: they sit at positions cache.length onwards.
+        ``positions`` (T,) int64 may hold those positions already: every position-dependent op reads
+        them from this tensor, which is what lets a captured decode step (generate.DecodeGraph) run
+        again at the next position.
         """
         cfg = self.config
         B, T = ids.shape
@@ -217,15 +226,17 @@ class Transformer(nn.Module):
             raise ValueError(f"{cfg.arch}: {S} positions exceed the context length {cfg.max_seq_len}")
         if cache is not None:
             cache.reserve(S)
+        if positions is None:
+            positions = Tensor.arange(pos, S, dtype=_dt.int64)  # (T,)
         x = self.embed_tokens(ids)  # (B, T, C)
         if self.embed_positions is not None:
-            x = x + self.embed_positions.weight[pos:S]  # (T, C) broadcast over B
+            x = x + self.embed_positions(positions)  # (T, C) broadcast over B
         rope = None
         if cfg.positions == "rope":
-            cos, sin = F.rope_frequencies(T, cfg.head_dim, cfg.rope_theta, offset=pos)  # (T, D/2) each
+            cos, sin = F.rope_frequencies(positions, cfg.head_dim, cfg.rope_theta)  # (T, D/2) each
             rope = cos.cast(self.dtype), sin.cast(self.dtype)
         for i, layer in enumerate(self.layers):
-            x = layer(x, rope, cache, i, pos)  # (B, T, C)
+            x = layer(x, rope, cache, i, positions)  # (B, T, C)
         if cache is not None:
             cache.length = S
         if last_only:

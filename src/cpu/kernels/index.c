@@ -7,18 +7,24 @@
 #include "common.h"
 
 typedef struct tail {
-    int64_t rank, numel;
+    int64_t rank, numel; /* of the blocks */
+    int64_t run;         /* bytes per block: one element, or the whole innermost dim when it is contiguous */
     int64_t shape[MAG_MAX_RANK];
     int64_t stride[MAG_MAX_RANK]; /* bytes, in the indexed tensor */
 } tail_t;
 
-static tail_t make_tail(const mag_tensor_t *x, int64_t k) {
-    tail_t t = {.rank = x->rank - k, .numel = 1};
+static tail_t make_tail(const mag_tensor_t *x, int64_t k, bool whole_rows) {
     int64_t es = (int64_t)mag_dtype_info(x->dtype)->size;
+    tail_t t = {.rank = x->rank - k, .numel = 1, .run = es};
     for (int64_t d = 0; d < t.rank; ++d) {
         t.shape[d] = x->shape[k + d];
         t.stride[d] = x->strides[k + d] * es;
         t.numel *= t.shape[d];
+    }
+    if (whole_rows && t.rank > 0 && t.stride[t.rank - 1] == es) {
+        t.rank--;
+        t.run = es * t.shape[t.rank];
+        t.numel = t.run ? t.numel / t.shape[t.rank] : 0;
     }
     return t;
 }
@@ -54,8 +60,8 @@ static uint8_t *row_base(const mag_tensor_t *x, mag_tensor_t *const *idx, int64_
 
 static void k_index(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {
     const mag_tensor_t *x = a->in[0];
-    int64_t k = a->n_in - 1, es = (int64_t)mag_dtype_info(x->dtype)->size;
-    tail_t tl = make_tail(x, k);
+    int64_t k = a->n_in - 1;
+    tail_t tl = make_tail(x, k, true);
     int64_t n_rows = a->in[1]->numel, b, e;
     mag_partition(n_rows, ti, nt, &b, &e);
     uint8_t *out = mag_tensor_data(a->out);
@@ -65,7 +71,7 @@ static void k_index(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {
             atomic_store(a->status, MAG_ERR_INDEX);
             return;
         }
-        FOR_TAIL(tl, base, out + r * tl.numel * es, es, memcpy(cp, xp, (size_t)es));
+        FOR_TAIL(tl, base, out + r * tl.numel * tl.run, tl.run, memcpy(cp, xp, (size_t)tl.run));
     }
 }
 
@@ -85,19 +91,19 @@ static void (*const accumulators[MAG_DTYPE__COUNT])(uint8_t *, const uint8_t *) 
 static void k_index_put(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {
     (void)ti, (void)nt; /* sequential: repeated indices resolve in order */
     mag_tensor_t *x = a->out;
-    int64_t k = a->n_in - 1, es = (int64_t)mag_dtype_info(x->dtype)->size;
-    tail_t tl = make_tail(x, k);
+    int64_t k = a->n_in - 1;
     bool accumulate = mag_scalar_as_int(a->attrs[0]) != 0;
+    tail_t tl = make_tail(x, k, !accumulate);
     void (*acc)(uint8_t *, const uint8_t *) = accumulators[x->dtype];
     uint8_t *vals = mag_tensor_data(a->in[0]);
     for (int64_t r = 0, n = a->in[1]->numel; r < n; ++r) {
-        uint8_t *base = row_base(x, a->in + 1, k, r), *vrow = vals + r * tl.numel * es;
+        uint8_t *base = row_base(x, a->in + 1, k, r), *vrow = vals + r * tl.numel * tl.run;
         if (!base) {
             atomic_store(a->status, MAG_ERR_INDEX);
             return;
         }
-        if (accumulate) FOR_TAIL(tl, base, vrow, es, acc(xp, cp));
-        else FOR_TAIL(tl, base, vrow, es, memcpy(xp, cp, (size_t)es));
+        if (accumulate) FOR_TAIL(tl, base, vrow, tl.run, acc(xp, cp));
+        else FOR_TAIL(tl, base, vrow, tl.run, memcpy(xp, cp, (size_t)tl.run));
     }
 }
 
