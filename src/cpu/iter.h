@@ -98,6 +98,24 @@ static inline void mag_iter_run(const mag_iter_t *it, int64_t begin, int64_t end
     }
 }
 
+/*
+ * The next part [begin, end) of n items for one of nt threads sharing the counter: 1/(2 nt) of
+ * what is left, in whole units, so the first claims are long runs and the last ones short
+ * enough for the threads to finish together, however unevenly they run (a thread that starts
+ * late or streams slower takes less).
+ */
+static inline bool mag_claim(atomic_int_fast64_t *claimed, int64_t n, int64_t nt, int64_t unit, int64_t *begin,
+                             int64_t *end) {
+    int64_t cur = atomic_load_explicit(claimed, memory_order_relaxed), len;
+    do {
+        if (cur >= n) return false;
+        len = ((n - cur) / (2 * nt) + unit) / unit * unit;
+    } while (!atomic_compare_exchange_weak_explicit(claimed, &cur, cur + len, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    *begin = cur, *end = cur + len < n ? cur + len : n;
+    return true;
+}
+
 /* This thread's share [begin, end) of n items. */
 static inline void mag_partition(int64_t n, int64_t ti, int64_t nt, int64_t *begin, int64_t *end) {
     *begin = (int64_t)((__int128)n * ti / nt);

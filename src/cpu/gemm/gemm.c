@@ -5,6 +5,7 @@
  */
 #include "kernel.h"
 #include "core/internal.h"
+#include "cpu/iter.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -109,22 +110,6 @@ static inline void tile_mul(const mag_gemm_kernel_t *k, int64_t kc, const uint8_
         k->ukr(kc, a, b, c, ldc, acc);
 }
 
-/*
- * The next part of [0, n) for one of nt threads sharing the counter: 1/(2 nt) of what is left,
- * in whole units, so the first claims are long runs and the last ones short enough for the
- * threads to finish together.
- */
-static bool claim(atomic_int_fast64_t *claimed, int64_t n, int64_t nt, int64_t unit, int64_t *b, int64_t *e) {
-    int64_t cur = atomic_load_explicit(claimed, memory_order_relaxed), len;
-    do {
-        if (cur >= n) return false;
-        len = mag_gemm_roundup((n - cur) / (2 * nt) + 1, unit);
-    } while (!atomic_compare_exchange_weak_explicit(claimed, &cur, cur + len, memory_order_relaxed,
-                                                    memory_order_relaxed));
-    *b = cur, *e = mag_gemm_min(cur + len, n);
-    return true;
-}
-
 /* Largest B that threads claiming rows of A each pack whole (all columns, all depths): L2-sized. */
 #define ON_DEMAND_B_BYTES ((int64_t)1 << 20)
 
@@ -169,7 +154,7 @@ static bool gemm_block(const job_t *g, const mag_gemm_kernel_t *k, int64_t m0, i
                 bool first = pc == 0, last = pc + kc >= g->K;
                 k->pack_b(g->dt, nc, kc, ELEM(g->B, pc, jc, g->rsb, g->csb, es), g->csb, g->rsb, bp);
                 int64_t ic = mb0, ic_end = claimed ? mb0 : mb1;
-                for (; ic < ic_end || (claimed && claim(claimed, mb1, nt, mr, &ic, &ic_end)); ic += mcb) {
+                for (; ic < ic_end || (claimed && mag_claim(claimed, mb1, nt, mr, &ic, &ic_end)); ic += mcb) {
                     int64_t mc = mag_gemm_min(mcb, ic_end - ic);
                     int64_t lda = in_place && mc == mr ? g->rsa * (int64_t)es : 0;
                     if (!lda) k->pack_a(g->dt, mc, kc, ELEM(g->A, ic, pc, g->rsa, g->csa, es), g->rsa, g->csa, ap);
@@ -304,7 +289,7 @@ static bool gemv(const job_t *g, const mag_gemv_kernel_t *v, mag_gemm_epi_fn epi
         if (n0 < n1) gemv_cols(g, v, epi, x, y, n0, n1);
         return true;
     }
-    while (claim(&sh->claimed, g->N, nt, 64, &n0, &n1)) gemv_cols(g, v, epi, x, y, n0, n1);
+    while (mag_claim(&sh->claimed, g->N, nt, 64, &n0, &n1)) gemv_cols(g, v, epi, x, y, n0, n1);
     return true;
 }
 

@@ -7,13 +7,16 @@
 
 typedef mag_kernel_fn mag_kernel_table_t[MAG_OP__COUNT][MAG_DTYPE__COUNT];
 
-/* Run `row` over this thread's share of out = f(in[0..n_in)). */
+/* Elements per claim of an elementwise op's work (mag_claim): 64 KiB of float32 output. */
+#define MAG_ROWS_CLAIM 16384
+
+/* Run `row` over the parts of out = f(in[0..n_in)) this thread claims. */
 static inline void mag_run_rows(const mag_kernel_args_t *a, int64_t ti, int64_t nt, int n_in, mag_row_fn row) {
+    (void)ti;
     mag_iter_t it;
     mag_iter_init(&it, a->out, n_in, a->in);
     int64_t b, e;
-    mag_partition(it.numel, ti, nt, &b, &e);
-    mag_iter_run(&it, b, e, row, a);
+    while (mag_claim(&a->shared->claimed, it.numel, nt, MAG_ROWS_CLAIM, &b, &e)) mag_iter_run(&it, b, e, row, a);
 }
 
 /* Define kernel `k_<name>` that runs row function `row_<name>` with n_in inputs. */

@@ -3,8 +3,8 @@
  * read twice for rms_norm (the mean square, then the output) and three times for layer_norm (the
  * mean, the mean squared deviation from it, then the output: two passes like torch, more accurate
  * than one), while it is still in cache; 16-bit floats are converted in registers. Sums add
- * NORM_BLOCK-element SIMD blocks into a float64 total, so long rows stay accurate. Threads split
- * the rows.
+ * NORM_BLOCK-element SIMD blocks into a float64 total, so long rows stay accurate. Threads claim
+ * the rows on demand.
  */
 #include "../../core/reduce.h"
 #include "blocks.h"
@@ -59,15 +59,16 @@
         const A *b = hb ? (const A *)mag_tensor_data(a->in[1 + hw]) : NULL;                                            \
         double eps = mag_scalar_as_double(a->attrs[MAG_NORM_EPS]);                                                     \
         bool layer = a->op == MAG_OP_LAYER_NORM;                                                                       \
-        mag_partition(n ? x->numel / n : 0, ti, nt, &r0, &r1);                                                         \
         const ST *src = (const ST *)mag_tensor_data(x);                                                                \
         ST *dst = (ST *)mag_tensor_data(a->out);                                                                       \
-        for (int64_t r = r0; r < r1; ++r) {                                                                            \
-            const ST *row = src + r * n;                                                                               \
-            A mean = layer ? (A)(norm_sum_##ID(row, n, 0, false) / (double)n) : 0;                                     \
-            A var = (A)(norm_sum_##ID(row, n, mean, true) / (double)n);                                                \
-            norm_out_##ID(row, dst + r * n, n, mean, (A)(1.0 / sqrt((double)(var + (A)eps))), w, b);                   \
-        }                                                                                                              \
+        (void)ti;                                                                                                      \
+        while (mag_claim(&a->shared->claimed, n ? x->numel / n : 0, nt, MAG_ROWS_CLAIM / (n + 1) + 1, &r0, &r1))       \
+            for (int64_t r = r0; r < r1; ++r) {                                                                        \
+                const ST *row = src + r * n;                                                                           \
+                A mean = layer ? (A)(norm_sum_##ID(row, n, 0, false) / (double)n) : 0;                                 \
+                A var = (A)(norm_sum_##ID(row, n, mean, true) / (double)n);                                            \
+                norm_out_##ID(row, dst + r * n, n, mean, (A)(1.0 / sqrt((double)(var + (A)eps))), w, b);               \
+            }                                                                                                          \
     }
 MAG_FLOAT_DTYPES(NORM_KERNEL)
 #undef NORM_KERNEL
