@@ -87,7 +87,7 @@ const mag_gemm_kernel_t mag_gemm_bf16_avx512 = {
  * of the arithmetic when W streams from memory.
  */
 static inline __attribute__((always_inline)) void dot_bf16_t(const int MX, int64_t n, int64_t k, const uint16_t *xh,
-                                                               const uint16_t *w, int64_t ldw, float *y) {
+                                                               const uint16_t *w, int64_t ldw, float *y, bool acc) {
     enum { U = 4 };
     for (int64_t j = 0; j < n; ++j) {
         const uint16_t *row = w + j * ldw;
@@ -106,29 +106,37 @@ static inline __attribute__((always_inline)) void dot_bf16_t(const int MX, int64
             for (int r = 0; r < MX; ++r) s[r][0] = MAC(s[r][0], wv, _mm512_maskz_loadu_epi16(m, xh + r * k + p));
         }
         for (int r = 0; r < MX; ++r)
-            y[r * n + j] = _mm512_reduce_add_ps(
-                _mm512_add_ps(_mm512_add_ps(s[r][0], s[r][1]), _mm512_add_ps(s[r][2], s[r][3])));
+            y[r * n + j] = (acc ? y[r * n + j] : 0.0f) +
+                           _mm512_reduce_add_ps(
+                               _mm512_add_ps(_mm512_add_ps(s[r][0], s[r][1]), _mm512_add_ps(s[r][2], s[r][3])));
     }
 }
 
+/* x narrowed to bf16 in blocks of depth that fit a stack buffer; blocks after the first add to y. */
 static void dot_bf16(mag_dtype_t dt, int64_t m, int64_t n, int64_t k, const float *x, const void *w, int64_t ldw,
                      float *y) {
     enum { CHUNK = 4096 };
-    if (dt != MAG_DTYPE_BFLOAT16 || m * k > CHUNK) {
+    if (dt != MAG_DTYPE_BFLOAT16) {
         mag_gemv_avx512.dot(dt, m, n, k, x, w, ldw, y);
         return;
     }
     uint16_t xh[CHUNK];
-    for (int64_t i = 0; i < m * k; i += 16) {
-        __mmask16 t = mag_tail_mask(m * k - i);
-        __m512i bits = _mm512_castps_si512(_mm512_maskz_loadu_ps(t, x + i));
-        _mm256_mask_storeu_epi16(xh + i, t, _mm512_cvtepi32_epi16(_mm512_srli_epi32(bits, 16)));
-    }
-    switch (m) {
-    case 1: dot_bf16_t(1, n, k, xh, w, ldw, y); break;
-    case 2: dot_bf16_t(2, n, k, xh, w, ldw, y); break;
-    case 3: dot_bf16_t(3, n, k, xh, w, ldw, y); break;
-    default: dot_bf16_t(4, n, k, xh, w, ldw, y);
+    const int64_t kb = CHUNK / m / 32 * 32; /* whole vectors: only the last block has a tail */
+    for (int64_t p0 = 0; p0 < k; p0 += kb) {
+        int64_t kk = k - p0 < kb ? k - p0 : kb;
+        for (int64_t r = 0; r < m; ++r)
+            for (int64_t i = 0; i < kk; i += 16) {
+                __mmask16 t = mag_tail_mask(kk - i);
+                __m512i bits = _mm512_castps_si512(_mm512_maskz_loadu_ps(t, x + r * k + p0 + i));
+                _mm256_mask_storeu_epi16(xh + r * kk + i, t, _mm512_cvtepi32_epi16(_mm512_srli_epi32(bits, 16)));
+            }
+        const uint16_t *wb = (const uint16_t *)w + p0;
+        switch (m) {
+        case 1: dot_bf16_t(1, n, kk, xh, wb, ldw, y, p0 > 0); break;
+        case 2: dot_bf16_t(2, n, kk, xh, wb, ldw, y, p0 > 0); break;
+        case 3: dot_bf16_t(3, n, kk, xh, wb, ldw, y, p0 > 0); break;
+        default: dot_bf16_t(4, n, kk, xh, wb, ldw, y, p0 > 0);
+        }
     }
 }
 

@@ -123,6 +123,15 @@ def test_non_foldable_batches(gen: torch.Generator) -> None:
     check(to_mag(row).expand(3, 5, 4) @ to_mag(tb), row.expand(3, 5, 4), tb, "float32")
 
 
+@pytest.mark.parametrize("rows", [1, 3])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_gemv_deeper_than_one_block(rows: int, n_threads: int, gen: torch.Generator) -> None:
+    """bfloat16 x @ W.T narrows x in blocks of depth (4096 / rows values): depths past one block add up."""
+    ta, tw = rand((rows, 6000), "bfloat16", gen), rand((200, 6000), "bfloat16", gen)
+    with threads(n_threads):
+        check(to_mag(ta) @ to_mag(tw).T, ta, tw.T, "bfloat16")
+
+
 @pytest.mark.parametrize("dtype, k", [("float16", 4096), ("bfloat16", 1024)])
 def test_16bit_floats_accumulate_in_float32(dtype: str, k: int) -> None:
     # summing ones in the 16-bit type itself would stall at 2048 (float16) and 256 (bfloat16)
