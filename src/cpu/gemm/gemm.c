@@ -81,8 +81,9 @@ typedef struct job {
 
 /*
  * Largest block of packed B for reading A in place: every register tile of A rows passes the
- * whole block, which must stay in L2 beside them (measured, bf16 2048^3 with 1 MiB blocks:
- * 0.76x torch in place, 1.04x with A packed; prefill's 128 x 1024 blocks gain ~20% in place).
+ * whole block, which must stay in L2 beside them (prefill's 128 x 1024 blocks gain ~20% in
+ * place). The 0.76x of torch once measured in place at bf16 2048^3 with 1 MiB blocks came from
+ * its 4 KiB row stride (L1_WAY_BYTES); at 1024^3, 1 MiB blocks in place measure as packed.
  */
 #define IN_PLACE_B_BYTES ((int64_t)512 << 10)
 
