@@ -101,8 +101,11 @@ static void red_walk_row(uint8_t *const *p, const int64_t *s, int64_t n, const m
         int64_t m = g->tiles ? n - i : 1;
         m = m < RED_COLS ? m : RED_COLS;
         m = m < g->n_out - o ? m : g->n_out - o;
-        int64_t lo = (int64_t)((__int128)g->n_red * c / g->chunks);
-        int64_t hi = (int64_t)((__int128)g->n_red * (c + 1) / g->chunks);
+        int64_t lo = 0, hi = g->n_red; /* one chunk (the usual case) needs no 128-bit divisions */
+        if (g->chunks > 1) {
+            lo = (int64_t)((__int128)g->n_red * c / g->chunks);
+            hi = (int64_t)((__int128)g->n_red * (c + 1) / g->chunks);
+        }
         w->fn(g, w->u, p[0] + i * s[0], s[0], m, lo, hi);
         w->u += m;
         i += m;
