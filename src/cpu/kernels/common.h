@@ -7,8 +7,16 @@
 
 typedef mag_kernel_fn mag_kernel_table_t[MAG_OP__COUNT][MAG_DTYPE__COUNT];
 
-/* Elements per claim of an elementwise op's work (mag_claim): 64 KiB of float32 output. */
-#define MAG_ROWS_CLAIM 16384
+/* Elements of work per claim (mag_claim): 64 KiB of float32. */
+#define MAG_CLAIM_ELEMS 16384
+
+/* The next items [b, e) of the op's n for this thread, each item_elems elements of work: whole items of at least
+ * MAG_CLAIM_ELEMS elements per claim, from the run's shared counter. */
+static inline bool mag_claim_items(const mag_kernel_args_t *a, int64_t n, int64_t nt, int64_t item_elems, int64_t *b,
+                                   int64_t *e) {
+    int64_t unit = item_elems < MAG_CLAIM_ELEMS ? MAG_CLAIM_ELEMS / (item_elems > 0 ? item_elems : 1) : 1;
+    return mag_claim(&a->shared->claimed, n, nt, unit, b, e);
+}
 
 /* Run `row` over the parts of out = f(in[0..n_in)) this thread claims. */
 static inline void mag_run_rows(const mag_kernel_args_t *a, int64_t ti, int64_t nt, int n_in, mag_row_fn row) {
@@ -16,7 +24,7 @@ static inline void mag_run_rows(const mag_kernel_args_t *a, int64_t ti, int64_t 
     mag_iter_t it;
     mag_iter_init(&it, a->out, n_in, a->in);
     int64_t b, e;
-    while (mag_claim(&a->shared->claimed, it.numel, nt, MAG_ROWS_CLAIM, &b, &e)) mag_iter_run(&it, b, e, row, a);
+    while (mag_claim_items(a, it.numel, nt, 1, &b, &e)) mag_iter_run(&it, b, e, row, a);
 }
 
 /* Define kernel `k_<name>` that runs row function `row_<name>` with n_in inputs. */

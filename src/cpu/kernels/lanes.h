@@ -31,7 +31,7 @@ static inline void mag_lane_starts(const mag_tensor_t *t, int64_t dim, mag_tenso
 }
 
 /*
- * Run `row` over the lanes this thread claims (mag_claim) of the lanes of a->out and a->in[0..n_in): it gets n lanes,
+ * Run `row` over the lanes of a->out and a->in[0..n_in) that this thread claims: it gets n lanes,
  * operand k's lane i starting at p[k] + i * s[k] (operand 0 is out). `st` starts with a copy of
  * the kernel args and is what `row` receives.
  */
@@ -46,8 +46,8 @@ static inline void mag_run_lanes(const mag_kernel_args_t *a, int64_t ti, int64_t
     (void)ti;
     mag_iter_t it;
     mag_iter_init(&it, &starts[0], n_in, ins);
-    int64_t b, e, unit = MAG_ROWS_CLAIM / (mag_lane_of(n_in ? a->in[0] : a->out, dim).len + 1) + 1;
-    while (mag_claim(&a->shared->claimed, it.numel, nt, unit, &b, &e)) mag_iter_run(&it, b, e, row, st);
+    int64_t b, e, lane = mag_lane_of(n_in ? a->in[0] : a->out, dim).len;
+    while (mag_claim_items(a, it.numel, nt, lane, &b, &e)) mag_iter_run(&it, b, e, row, st);
 }
 
 /* Element access at byte addresses (lanes are strided): loads are ew.h's mag_ew_load_<ID>; stores: */

@@ -62,7 +62,7 @@
         const ST *src = (const ST *)mag_tensor_data(x);                                                                \
         ST *dst = (ST *)mag_tensor_data(a->out);                                                                       \
         (void)ti;                                                                                                      \
-        while (mag_claim(&a->shared->claimed, n ? x->numel / n : 0, nt, MAG_ROWS_CLAIM / (n + 1) + 1, &r0, &r1))       \
+        while (mag_claim_items(a, n ? x->numel / n : 0, nt, n, &r0, &r1))                                              \
             for (int64_t r = r0; r < r1; ++r) {                                                                        \
                 const ST *row = src + r * n;                                                                           \
                 A mean = layer ? (A)(norm_sum_##ID(row, n, 0, false) / (double)n) : 0;                                 \

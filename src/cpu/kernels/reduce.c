@@ -27,7 +27,6 @@
 #define RED_ROW_MIN 32  /* a dense innermost reduced row at least this long is walked along instead */
 #define RED_BLOCK 1024  /* elements of a dense row per SIMD step */
 #define RED_TILE_ROWS 4 /* tile rows combined per pass over the tile's running values */
-#define RED_CLAIM_ELEMS 16384 /* at least this many input elements per claim of units */
 
 /* ---- geometry and walking ---- */
 typedef struct red_geom {
@@ -112,14 +111,14 @@ static void red_walk_row(uint8_t *const *p, const int64_t *s, int64_t n, const m
     }
 }
 
-/* This thread's share of the units. */
+/* The units this thread claims. */
 static void red_run(const mag_kernel_args_t *a, int64_t ti, int64_t nt, bool keep_order, red_tile_fn fn) {
     red_geom_t g;
-    (void)ti; /* units are claimed on demand */
+    (void)ti;
     red_geom_init(&g, a, keep_order);
-    int64_t b, e, unit = RED_CLAIM_ELEMS / (g.n_red / g.chunks + 1) + 1;
+    int64_t b, e;
     red_walk_t w = {.a = *a, .g = &g, .fn = fn};
-    while (mag_claim(&a->shared->claimed, g.outer.numel, nt, unit, &b, &e)) {
+    while (mag_claim_items(a, g.outer.numel, nt, g.n_red / g.chunks, &b, &e)) {
         w.u = b;
         mag_iter_run(&g.outer, b, e, red_walk_row, &w.a);
     }
