@@ -403,6 +403,19 @@ static const uint8_t *att_block(const att_plan_t *p, const att_kv_t *kv, const u
     return (const uint8_t *)buf;
 }
 
+/*
+ * Ask for key/value rows [kb, kb + ATT_BK) ahead of their use: in decode they come from memory
+ * (the weights streamed since their layer last ran evict them), and a head's rows are only a few
+ * KiB apart per block, too short a run for the hardware prefetchers (measured, Qwen3-0.6B decode at
+ * ~190 keys: 61 -> 55 us per layer).
+ */
+static void att_prefetch(const att_plan_t *p, const att_kv_t *kv, const uint8_t *base, int64_t kb, int64_t k1) {
+    if (!kv->direct || kb >= k1) return;
+    int64_t nj = k1 - kb < ATT_BK ? k1 - kb : ATT_BK, rb = kv->cols * p->es;
+    for (int64_t j = 0; j < nj; ++j)
+        for (int64_t c = 0; c < rb; c += 64) __builtin_prefetch(base + (kb + j) * kv->row * p->es + c, 0, 2);
+}
+
 /* One (item, split): the rows' softmax-weighted sum over keys [split * chunk, ...). */
 static void att_unit(const att_plan_t *p, att_ws_t *w, int64_t item, int64_t split, float *partial) {
     att_item_rows(p, item, w);
@@ -415,7 +428,9 @@ static void att_unit(const att_plan_t *p, att_ws_t *w, int64_t item, int64_t spl
     }
     int64_t k0 = split * p->chunk, k1 = k0 + p->chunk < maxlim ? k0 + p->chunk : maxlim;
     if (k0 < k1) att_load_q(p, w);
+    att_prefetch(p, &p->k, w->kbase, k0, k1), att_prefetch(p, &p->v, w->vbase, k0, k1);
     for (int64_t kb = k0; kb < k1; kb += ATT_BK) {
+        att_prefetch(p, &p->k, w->kbase, kb + ATT_BK, k1), att_prefetch(p, &p->v, w->vbase, kb + ATT_BK, k1);
         int64_t nj = k1 - kb < ATT_BK ? k1 - kb : ATT_BK, ld;
         const uint8_t *k = att_block(p, &p->k, w->kbase, w->k, kb, nj, &ld);
         att_scores(p, w, k, ld, nj);
