@@ -7,7 +7,7 @@
     g.replay()                 # the same kernels again: y now holds model(next_input)
 
 A replay skips Python, validation, shape inference and allocation: it is the kernels alone, which
-for a decode step of a language model (~800 launches on vectors) is a tenth of the step's time.
+for a decode step of a language model (~700 launches on vectors) is a tenth of the step's time.
 What a capture fixes: the sequence of kernels, the tensors they read and write (the graph keeps
 them alive, intermediates included), shapes and scalar arguments. What may change between
 replays: the data inside those tensors. Ops whose front end reads values on the host (nonzero,

@@ -4,8 +4,10 @@
  * operands of rank > 2 are stacks of matrices whose batch dims broadcast. The kernel gets
  * A (..., M, K), B (..., K, N) and C (..., M, N) views of one rank (see cpu/kernels/matmul.c).
  */
+#include "autograd.h"
 #include "op.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Operand views for the kernel: the batch dims of shape `batch`, then the two matrix dims. */
@@ -108,5 +110,83 @@ mag_status_t mag_front_matmul(mag_op_t op, mag_tensor_t *const *in, int64_t n_in
     for (int i = 0; i < 3; ++i) mag_tensor_release(views[i]);
     if (ta != a) mag_tensor_release(ta);
     if (tb != b) mag_tensor_release(tb);
+    return mag_dest_close(&d, s, out);
+}
+
+/* Whether t's dims before the last step like one dim of rows; *rs is then the row stride. */
+static bool rows_fold(const mag_tensor_t *t, int64_t *rs) {
+    int64_t rows = 1, step = t->rank > 0 ? t->shape[t->rank - 1] : 1;
+    for (int64_t d = t->rank - 2; d >= 0; --d) {
+        if (t->shape[d] == 1) continue;
+        if (rows > 1 && t->strides[d] != step * rows) return false;
+        if (rows == 1) step = t->strides[d];
+        rows *= t->shape[d];
+    }
+    *rs = step;
+    return true;
+}
+
+/*
+ * x (..., K) times n nn.Linear weights W_i (N_i, K), the products side by side in one result
+ * (..., N_1 + ... + N_n): a transformer layer's q/k/v or gate/up projections as one launch, whose
+ * threads go from one weight to the next without waiting for each other, and without joining the
+ * weights (which would copy them). The kernel gets x as (M, K) rows and the result as (M, N).
+ */
+mag_status_t mag_front_linear_concat(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, const mag_scalar_t *attrs,
+                                     int64_t n_attrs, mag_tensor_t **out) {
+    (void)attrs, (void)n_attrs;
+    static const char *OP = "linear_concat";
+    mag_tensor_t *x = in[0];
+    if (n_in < 2)
+        return mag_error(MAG_ERR_VALUE, "%s: expected x and at least one weight, got %lld inputs", OP, (long long)n_in);
+    if (x->rank == 0) return mag_error(MAG_ERR_VALUE, "%s: x needs at least 1 dim, got shape %s", OP, MAG_SHAPE(x));
+    mag_dtype_t dt = x->dtype;
+    if (!(mag_op_info(op)->dtypes & (1u << dt)))
+        return mag_error(MAG_ERR_TYPE, "%s: unsupported dtype %s of x (shape %s; float32, float16 or bfloat16)", OP,
+                         MAG_DTNAME(dt), MAG_SHAPE(x));
+    int64_t k = x->shape[x->rank - 1], n = 0;
+    for (int64_t i = 1; i < n_in; ++i) {
+        const mag_tensor_t *w = in[i];
+        if (w->dtype != dt)
+            return mag_error(MAG_ERR_TYPE, "%s: weight %lld is %s but x is %s (shapes %s and %s)", OP, (long long)i - 1,
+                             MAG_DTNAME(w->dtype), MAG_DTNAME(dt), MAG_SHAPE(w), MAG_SHAPE(x));
+        if (w->rank != 2 || w->shape[1] != k)
+            return mag_error(MAG_ERR_VALUE, "%s: weight %lld has shape %s, expected (N, %lld) for x of shape %s", OP,
+                             (long long)i - 1, MAG_SHAPE(w), (long long)k, MAG_SHAPE(x));
+        if (__builtin_add_overflow(n, w->shape[0], &n))
+            return mag_error(MAG_ERR_VALUE, "%s: the weights' rows overflow int64", OP);
+    }
+    if (mag_needs_grad(in, n_in))
+        return mag_error(MAG_ERR_RUNTIME,
+                         "%s: the fused kernel is forward-only and an input requires grad (x %s); "
+                         "nn.functional.linear_concat differentiates through linear and cat",
+                         OP, MAG_SHAPE(x));
+    int64_t shape[MAG_MAX_RANK], m = 1;
+    for (int64_t d = 0; d + 1 < x->rank; ++d) m *= shape[d] = x->shape[d];
+    shape[x->rank - 1] = n;
+    mag_dest_t d;
+    MAG_TRY(mag_dest_open(&d, OP, *out, dt, x->rank, shape, in, n_in, false));
+    mag_tensor_t *rows = x, *views[2] = {NULL, NULL};
+    int64_t rs = 0;
+    mag_status_t s = rows_fold(x, &rs) ? MAG_OK : mag_tensor_contiguous(x, &rows);
+    if (s == MAG_OK && rows != x) rows_fold(rows, &rs);
+    if (s == MAG_OK && d.res->numel > 0 && k == 0) s = mag_tensor_fill(d.res, mag_scalar_int(0));
+    if (s == MAG_OK && d.res->numel > 0 && k > 0) {
+        int64_t xs[2] = {m, k}, xst[2] = {rs, rows->strides[rows->rank - 1]}, ys[2] = {m, n}, yst[2] = {n, 1}, work;
+        views[0] = mag_tensor_new_view(rows->storage, dt, 2, xs, xst, rows->offset);
+        views[1] = mag_tensor_new_view(d.res->storage, dt, 2, ys, yst, d.res->offset);
+        if (!views[0] || !views[1]) s = mag_error(MAG_ERR_MEMORY, "%s: out of memory allocating a tensor header", OP);
+        mag_tensor_t **kin = s == MAG_OK ? malloc((size_t)n_in * sizeof(*kin)) : NULL; /* x as rows, the weights */
+        if (s == MAG_OK && !kin) s = mag_error(MAG_ERR_MEMORY, "%s: out of memory", OP);
+        if (s == MAG_OK) {
+            kin[0] = views[0];
+            memcpy(kin + 1, in + 1, (size_t)(n_in - 1) * sizeof(*kin));
+            if (__builtin_mul_overflow(m * n, k, &work)) work = INT64_MAX;
+            s = mag_dispatch(op, dt, views[1], kin, n_in, NULL, 0, work, false);
+        }
+        free(kin);
+    }
+    for (int i = 0; i < 2; ++i) mag_tensor_release(views[i]);
+    if (rows != x) mag_tensor_release(rows);
     return mag_dest_close(&d, s, out);
 }

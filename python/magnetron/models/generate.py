@@ -56,7 +56,7 @@ def common_prefix(a: list[int], b: list[int]) -> int:
 
 class DecodeGraph:
     """The one-token forward of the decode loop, captured as a ``Graph`` on its first call and
-    replayed after that: a replay is the ~30 kernels per layer alone, without the Python and the
+    replayed after that: a replay is the ~25 kernels per layer alone, without the Python and the
     op front ends around them, which cost a tenth of a decode step.
 
     The token id and its position live in two tensors that the captured forward reads (the

@@ -133,8 +133,11 @@ class Attention(nn.Module):
         H, H_kv, D = self.n_heads, self.n_kv_heads, self.head_dim
         if self.fused_qkv:
             q, k, v = self.qkv_proj(x).split(self.qkv_sizes, dim=-1)  # (B, T, H*D), (B, T, H_kv*D) x 2: views
-        else:
-            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        else:  # one launch over the three weights, which stay apart
+            projs = (self.q_proj, self.k_proj, self.v_proj)
+            q, k, v = F.linear_concat(x, [p.weight for p in projs]).split(self.qkv_sizes, dim=-1)  # views
+            if self.q_proj.bias is not None:
+                q, k, v = q + self.q_proj.bias, k + self.k_proj.bias, v + self.v_proj.bias
         q = q.view(B, T, H, D)  # (B, T, H, D)
         k = k.view(B, T, H_kv, D)  # (B, T, H_kv, D)
         v = v.view(B, T, H_kv, D)  # (B, T, H_kv, D)
@@ -170,8 +173,11 @@ class MLP(nn.Module):
         self.down_proj = Linear(Fw, C, cfg.mlp_bias, dtype)
 
     def forward(self, x: Tensor) -> Tensor:  # (B, T, C)
-        if self.gate_proj is not None:
-            h = F.silu(self.gate_proj(x)) * self.up_proj(x)  # (B, T, F)
+        if self.gate_proj is not None:  # gate and up in one launch, as q/k/v
+            gate, up = F.linear_concat(x, [self.gate_proj.weight, self.up_proj.weight]).chunk(2, dim=-1)  # views
+            if self.up_proj.bias is not None:
+                gate, up = gate + self.gate_proj.bias, up + self.up_proj.bias
+            h = F.silu(gate) * up  # (B, T, F)
         else:
             h = F.gelu(self.up_proj(x), approximate="tanh")  # (B, T, F)
         return self.down_proj(h)  # (B, T, C)

@@ -16,6 +16,7 @@ from .._ops_struct import _ID as _OP_ID
 from .._tensor import Tensor
 
 _SDPA_ID = _OP_ID["scaled_dot_product_attention"]
+_LINEAR_CONCAT_ID = _OP_ID["linear_concat"]
 _FUSED_DTYPES = (_dt.float32, _dt.float16, _dt.bfloat16)
 
 
@@ -23,6 +24,21 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias; weight has PyTorch's (out_features, in_features) layout."""
     y = x @ weight.T
     return y + bias if bias is not None else y
+
+
+def linear_concat(x: Tensor, weights: Sequence[Tensor]) -> Tensor:
+    """``cat([linear(x, w) for w in weights], dim=-1)`` in one kernel launch, the weights not joined.
+
+    A transformer layer's q/k/v (or gate/up) projections read the same x: as one launch, the threads
+    go from one weight to the next without waiting for each other at every boundary, and no copy of
+    the weights is made to concatenate them. Autograd and mixed dtypes take the composed path.
+    """
+    if not weights:
+        raise ValueError("linear_concat: no weights given")
+    recording = _grad_mode.is_grad_enabled() and (x.requires_grad or any(w.requires_grad for w in weights))
+    if recording or x.dtype not in _FUSED_DTYPES or any(w.dtype != x.dtype for w in weights):
+        return Tensor.cat([linear(x, w) for w in weights], dim=-1)
+    return _C._op(_LINEAR_CONCAT_ID, [x, *weights], [])
 
 
 def embedding(ids: Tensor, weight: Tensor) -> Tensor:

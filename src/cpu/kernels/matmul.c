@@ -213,9 +213,51 @@ static void k_matmul_engine(const mag_kernel_args_t *a, int64_t ti, int64_t nt) 
     }
 }
 
+/*
+ * LINEAR_CONCAT: x (M, K) times the weights W_i (N_i, K), written side by side into (M, N). Each
+ * product has its own claim state, shared by the run's threads: work is handed out on demand
+ * within a product, and a thread with nothing left to claim in one goes on to the next at once
+ * (separate launches would wait for the slowest thread at every boundary). The first thread to
+ * arrive allocates the states and the last to leave frees them.
+ */
+static mag_run_shared_t *product_states(mag_run_shared_t *sh, int64_t n) {
+    mag_run_shared_t *states = atomic_load_explicit(&sh->buf, memory_order_acquire);
+    if (states) return states;
+    mag_run_shared_t *mine = malloc((size_t)n * sizeof(*mine));
+    if (!mine) return NULL;
+    for (int64_t i = 0; i < n; ++i) {
+        atomic_init(&mine[i].claimed, 0);
+        atomic_init(&mine[i].finished, 0);
+        atomic_init(&mine[i].buf, NULL);
+    }
+    void *none = NULL;
+    if (atomic_compare_exchange_strong(&sh->buf, &none, mine)) return mine;
+    free(mine);
+    return none;
+}
+
+static void k_linear_concat(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {
+    const mag_tensor_t *x = a->in[0], *y = a->out;
+    const int64_t n_w = a->n_in - 1, m = x->shape[0], k = x->shape[1], es = (int64_t)mag_dtype_info(y->dtype)->size;
+    mag_run_shared_t *states = nt > 1 ? product_states(a->shared, n_w) : NULL;
+    bool ok = nt == 1 || states;
+    uint8_t *out = mag_tensor_data(y);
+    for (int64_t i = 0, col = 0; i < n_w && ok; col += a->in[1 + i]->shape[0], ++i) {
+        const mag_tensor_t *w = a->in[1 + i];
+        ok = mag_gemm(y->dtype, m, w->shape[0], k, mag_tensor_data(x), x->strides[0], x->strides[1], mag_tensor_data(w),
+                      w->strides[1], w->strides[0], out + col * es, y->strides[0], y->strides[1], 1.0f, 0.0f, ti, nt,
+                      states ? &states[i] : NULL);
+    }
+    if (!ok) atomic_store(a->status, MAG_ERR_MEMORY);
+    if (nt > 1 && atomic_fetch_add_explicit(&a->shared->finished, 1, memory_order_acq_rel) == nt - 1)
+        free(atomic_load(&a->shared->buf));
+}
+
 #define REG_MATMUL(ID, ST, CT, CTN) t[MAG_OP_MATMUL][MAG_DTYPE_##ID] = k_matmul_##ID;
 static void register_matmul(mag_kernel_table_t t) {
     GEMM_DTYPES(REG_MATMUL)
     t[MAG_OP_MATMUL][MAG_DTYPE_FLOAT32] = t[MAG_OP_MATMUL][MAG_DTYPE_FLOAT16] = t[MAG_OP_MATMUL][MAG_DTYPE_BFLOAT16] =
         k_matmul_engine;
+    t[MAG_OP_LINEAR_CONCAT][MAG_DTYPE_FLOAT32] = t[MAG_OP_LINEAR_CONCAT][MAG_DTYPE_FLOAT16] =
+        t[MAG_OP_LINEAR_CONCAT][MAG_DTYPE_BFLOAT16] = k_linear_concat;
 }
