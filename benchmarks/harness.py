@@ -1,8 +1,14 @@
 """Side-by-side timing on a shared, noisy machine (the technique of STYLE.md section 10).
 
 Contenders are interleaved (A, B, A, B, ...) so they share the same noise; each sample runs an
-inner loop calibrated to >= 0.2 s; samples during which *other* processes used more than
-~0.1 CPU are retried (bounded) and counted. Results report best and median seconds per call.
+inner loop calibrated to >= 0.2 s, after a tenth as many untimed calls; samples during which
+*other* processes used more than ~0.1 CPU are retried (bounded) and counted.
+
+The untimed lead-in exists because a contender's thread pool keeps spinning after its last call:
+measured here, torch's OpenMP workers slow the next ~15 ms of another runtime's 2-thread
+reductions by 10-30% (a 1.4 ms sum(-1) ran 1.6-1.9 ms for its first ten calls), and the first
+calls after a pause run slower for both. Timed from a cold switch, whichever contender runs
+second pays for the first one's pool. Results report best and median seconds per call.
 """
 
 from __future__ import annotations
@@ -61,6 +67,8 @@ def _calibrate(fn: Callable[[], object]) -> int:
 
 
 def _sample(fn: Callable[[], object], n: int, t: Timing) -> None:
+    for _ in range(max(1, n // 10)):
+        fn()
     for attempt in range(MAX_RETRIES + 1):
         busy0, own0, t0 = _cpu_busy_s(), _own_cpu_s(), time.perf_counter()
         for _ in range(n):
