@@ -67,9 +67,9 @@ def _calibrate(fn: Callable[[], object]) -> int:
 
 
 def _sample(fn: Callable[[], object], n: int, t: Timing) -> None:
-    for _ in range(max(1, n // 10)):
-        fn()
     for attempt in range(MAX_RETRIES + 1):
+        for _ in range(max(1, n // 10)):  # also after a retry's pause
+            fn()
         busy0, own0, t0 = _cpu_busy_s(), _own_cpu_s(), time.perf_counter()
         for _ in range(n):
             fn()
