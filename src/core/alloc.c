@@ -7,9 +7,13 @@
 #include "internal.h"
 
 #include <stdlib.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #define BUCKETS 512 /* distinct cached sizes; open addressing */
 #define CACHE_CAP ((size_t)2 << 30)
+#define HUGE_PAGE ((size_t)2 << 20)
 
 typedef struct free_block {
     struct free_block *next;
@@ -48,6 +52,25 @@ static bucket_t *find_bucket(size_t size, bool create) {
     return NULL;
 }
 
+/*
+ * Buffers of 2 MiB and more start on a 2 MiB boundary and ask for transparent huge pages: a decode
+ * step streams weights, activations and the KV cache through far more 4 KiB pages than the TLB
+ * covers, and in a virtual machine each miss walks two page tables. Measured here: a 311 MB bf16
+ * GEMV reads 1-3% faster when memory is slow and 12-19% when it is fast; cold decode attention over
+ * a Qwen3 layer's cache 55 -> 49 us.
+ */
+static void *alloc_fresh(size_t size) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (size >= HUGE_PAGE) {
+        void *p = NULL;
+        if (posix_memalign(&p, HUGE_PAGE, size) != 0) return NULL;
+        madvise(p, size, MADV_HUGEPAGE); /* advice: where THP is off the buffer works the same */
+        return p;
+    }
+#endif
+    return aligned_alloc(MAG_ALIGN, size);
+}
+
 void *mag_alloc(size_t nbytes) {
     size_t size = round_size(nbytes ? nbytes : 1);
     if (size < nbytes) return NULL; /* overflow */
@@ -60,10 +83,10 @@ void *mag_alloc(size_t nbytes) {
         cached_bytes -= size;
     }
     lock_release();
-    if (!p) p = aligned_alloc(MAG_ALIGN, size);
+    if (!p) p = alloc_fresh(size);
     if (!p) { /* give the cache back to the OS and try once more */
         mag_alloc_trim();
-        p = aligned_alloc(MAG_ALIGN, size);
+        p = alloc_fresh(size);
     }
     if (p) atomic_fetch_add(&live_bytes, size);
     return p;

@@ -322,6 +322,10 @@ static mag_status_t map_file(const char *path, bool use_mmap, mapping_t **out) {
     if (use_mmap) {
         base = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
         if (base == MAP_FAILED) s = mag_error_io(errno, "load: cannot map '%s'", path);
+#if defined(MADV_HUGEPAGE)
+        /* decode streams every weight once per token: 2 MiB pages spare it the 4 KiB pages' TLB misses */
+        else madvise(base, size, MADV_HUGEPAGE);
+#endif
     } else {
         s = read_whole(fd, path, size, &base);
     }

@@ -11,7 +11,6 @@ a Hugging Face ``tokenizer.json`` (see gguf_tokenizer.py).
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import struct
 from pathlib import Path
@@ -24,7 +23,7 @@ from .. import dtype as _dt
 from .._C import FormatError
 from .._tensor import Tensor
 from .mag import TensorSpec
-from .source import Source, numel, spec
+from .source import Source, map_readonly, numel, spec
 
 MAGIC = b"GGUF"
 # GGUF value types -> (struct format, NumPy dtype) for the fixed-size ones
@@ -118,7 +117,7 @@ class GGUFSource(Source):
         self.path = str(path)
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
-            self.map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+            self.map = map_readonly(f, size)
         r = _Reader(self.map, self.path)
         if bytes(self.map[:4]) != MAGIC:
             raise FormatError(f"'{path}': not a GGUF file (bad magic)")

@@ -10,7 +10,6 @@ zero-copy view into the mapping. Sharded checkpoints list their files in
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import struct
 from pathlib import Path
@@ -21,7 +20,7 @@ from .. import dtype as _dt
 from .._C import FormatError
 from .._tensor import Tensor
 from .mag import TensorSpec
-from .source import Source, numel, spec
+from .source import Source, map_readonly, numel, spec
 
 DTYPES = {
     "F64": _dt.float64, "F32": _dt.float32, "F16": _dt.float16, "BF16": _dt.bfloat16, "BOOL": _dt.boolean,
@@ -48,7 +47,7 @@ class _File:
                 header = json.loads(f.read(n))
             except (UnicodeDecodeError, json.JSONDecodeError) as e:
                 raise FormatError(f"'{path}': the header is not valid JSON ({e})") from None
-            self.map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+            self.map = map_readonly(f, size)
         if not isinstance(header, dict):
             raise FormatError(f"'{path}': the header is not a JSON object")
         self.start = 8 + n

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import mmap
+from typing import Any, BinaryIO
 
 from .. import dtype as _dt
 from .._C import FormatError
@@ -22,6 +23,17 @@ class Source:
 
     def tensor(self, spec: TensorSpec) -> Tensor:
         raise NotImplementedError
+
+
+def map_readonly(f: BinaryIO, size: int) -> mmap.mmap | bytes:
+    """The whole file mapped read-only (b"" when empty), with transparent huge pages asked for: decoding
+    streams every weight once per token, and 2 MiB pages spare the TLB misses of 4 KiB ones."""
+    if not size:
+        return b""
+    m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    if hasattr(mmap, "MADV_HUGEPAGE"):  # Linux only; advice the kernel may ignore
+        m.madvise(mmap.MADV_HUGEPAGE)
+    return m
 
 
 def check_shape(path: str, name: str, shape: Any) -> tuple[int, ...]:
