@@ -65,24 +65,31 @@ class TransformerConfig:
     hf: dict = field(default_factory=dict, repr=False)  # the config.json it came from
 
 
+def placeholder(*shape: int, dtype: DType) -> nn.Parameter:
+    """A parameter with the right shape and dtype that owns one element (a zero-stride view):
+    load_state_dict(assign=True) replaces it with the checkpoint's tensor. Allocating real
+    buffers first would cost as much memory as the weights, and copying into it raises."""
+    return nn.Parameter(Tensor.empty(1, dtype=dtype).expand(*shape), requires_grad=False)
+
+
 class Linear(nn.Linear):
-    """``nn.Linear`` without random initialisation: a checkpoint supplies every weight, and
-    drawing 0.6B random numbers first would take longer than loading them."""
+    """``nn.Linear`` whose weights a checkpoint supplies (see placeholder): drawing 0.6B random
+    numbers first would take longer than loading them."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool, dtype: DType) -> None:
         nn.Module.__init__(self)
         self.in_features, self.out_features = in_features, out_features
-        self.weight = nn.Parameter(Tensor.empty(out_features, in_features, dtype=dtype), requires_grad=False)
-        self.bias = nn.Parameter(Tensor.empty(out_features, dtype=dtype), requires_grad=False) if bias else None
+        self.weight = placeholder(out_features, in_features, dtype=dtype)
+        self.bias = placeholder(out_features, dtype=dtype) if bias else None
 
 
 class Embedding(nn.Embedding):
-    """``nn.Embedding`` without random initialisation (see Linear)."""
+    """``nn.Embedding`` whose table a checkpoint supplies (see placeholder)."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, dtype: DType) -> None:
         nn.Module.__init__(self)
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.weight = nn.Parameter(Tensor.empty(num_embeddings, embedding_dim, dtype=dtype), requires_grad=False)
+        self.weight = placeholder(num_embeddings, embedding_dim, dtype=dtype)
 
 
 class Norm(nn.Module):
