@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import shutil
 
+import magnetron as mag
 import numpy as np
 import pytest
 import reference
-from magnetron import models
+from magnetron import _C, models
 from magnetron.io.convert import convert
 from test_parity import F32_TOL, hf_logits, random_ids
 
@@ -24,6 +25,19 @@ def test_mag_snapshot_loads_mapped_with_tokenizer_and_template(checkpoint, tmp_p
     messages = [{"role": "user", "content": "Hi"}]
     opts = dict(max_tokens=6, temperature=0, enable_thinking=False)
     assert snap.chat(messages, **opts) == direct.chat(messages, **opts)
+
+
+def test_loading_a_mag_snapshot_allocates_no_weight_buffers(checkpoint, tmp_path):
+    convert(checkpoint("qwen3"), tmp_path / "qwen3.mag")
+    _C.alloc_trim()  # an empty cache: buffers allocated and freed while loading would stay in it
+
+    def held() -> int:
+        return sum(mag.context.memory_stats().values())
+
+    before = held()
+    model = models.load(tmp_path / "qwen3.mag")
+    weights = sum(p.numel * p.dtype.size for p in model.net.parameters())
+    assert held() - before < weights // 4  # norms and RoPE tables only: the weights stay in the file
 
 
 def test_mag_snapshot_of_gpt2_carries_its_vocab_and_merges(checkpoint, tmp_path):
