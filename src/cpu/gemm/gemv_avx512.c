@@ -46,45 +46,59 @@ static inline __attribute__((always_inline)) void dot_t(const mag_dtype_t dt, co
     }
 }
 
-/* R rows of W from depth p into y (MX rows of n). */
-static inline __attribute__((always_inline)) void axpy_rows(const mag_dtype_t dt, const int MX, const int R, int64_t n,
-                                                              int64_t k, int64_t p, const float *x, const void *w,
-                                                              int64_t ldw, float *y) {
-    __m512 xs[MAG_GEMV_MAX_M][16];
+/*
+ * y[r][j, j + 16 J) += W[p + q][j, j + 16 J) * x[r][p + q] over R rows q; m masks the vector
+ * when J == 1 (the row's tail). xs holds x[r][p + q] broadcast, at xs[r * 16 + q].
+ */
+static inline __attribute__((always_inline)) void axpy_step(const mag_dtype_t dt, const int MX, const int R,
+                                                              const int J, int64_t n, int64_t j, __mmask16 m,
+                                                              int64_t p, const __m512 *xs, const void *w, int64_t ldw,
+                                                              float *y) {
+    __m512 acc[MAG_GEMV_MAX_M][8];
     for (int r = 0; r < MX; ++r)
-        for (int q = 0; q < R; ++q) xs[r][q] = _mm512_set1_ps(x[r * k + p + q]);
-    for (int64_t j = 0; j < n; j += 16) {
-        __mmask16 m = mag_tail_mask(n - j);
-        __m512 acc[MAG_GEMV_MAX_M];
-        for (int r = 0; r < MX; ++r) acc[r] = _mm512_maskz_loadu_ps(m, y + r * n + j);
-        for (int q = 0; q < R; ++q) {
-            __m512 wv = ld16(dt, w, (p + q) * ldw + j, m);
-            for (int r = 0; r < MX; ++r) acc[r] = _mm512_fmadd_ps(wv, xs[r][q], acc[r]);
+        for (int u = 0; u < J; ++u) acc[r][u] = _mm512_maskz_loadu_ps(m, y + r * n + j + 16 * u);
+    for (int q = 0; q < R; ++q)
+        for (int u = 0; u < J; ++u) {
+            __m512 wv = ld16(dt, w, (p + q) * ldw + j + 16 * u, m);
+            for (int r = 0; r < MX; ++r) acc[r][u] = _mm512_fmadd_ps(wv, xs[r * 16 + q], acc[r][u]);
         }
-        for (int r = 0; r < MX; ++r) _mm512_mask_storeu_ps(y + r * n + j, m, acc[r]);
-    }
+    for (int r = 0; r < MX; ++r)
+        for (int u = 0; u < J; ++u) _mm512_mask_storeu_ps(y + r * n + j + 16 * u, m, acc[r][u]);
 }
 
 /*
- * y[r] = sum_p x[r][p] * w[p*ldw ...]. Long rows of W: R rows per pass over the whole of y (in
- * L2), each row one long sequential run (chunking y for L1 cut rows into short runs, measured
- * slower). Short whole rows (<= 4 KiB, W contiguous): one row per pass, so W is read strictly
- * in order; several interleaved short runs measured up to 2x slower from DRAM (rows of 1.5-2
- * KiB), while rows of 4.5-6 KiB stream 10-40% faster R at a time. With one row of x and y in
- * L1 (n <= 4096), 16 rows per pass beat 8 by 5-13% (1x768x2304 and 1x1024x3072, f32 and bf16,
- * one thread, from DRAM); with y in L2 (n = 151936) they measured up to 14% slower.
+ * R rows of W from depth p into y (MX rows of n). One row at a time goes 4 vectors (8 of 16-bit
+ * weights, 4 cache lines) per step: one vector per step read 23 GB/s from memory on Zen 4, 4
+ * per step 30 (1x768x3072 f32, one thread). Whole vectors go unmasked: a mask with all lanes
+ * set still measured 7% slower there.
+ */
+static inline __attribute__((always_inline)) void axpy_rows(const mag_dtype_t dt, const int MX, const int R, int64_t n,
+                                                              int64_t k, int64_t p, const float *x, const void *w,
+                                                              int64_t ldw, float *y) {
+    const int J = R > 1 ? 1 : dt != MAG_DTYPE_FLOAT32 && MX <= 2 ? 8 : 4;
+    __m512 xs[MAG_GEMV_MAX_M * 16];
+    for (int r = 0; r < MX; ++r)
+        for (int q = 0; q < R; ++q) xs[r * 16 + q] = _mm512_set1_ps(x[r * k + p + q]);
+    int64_t j = 0;
+    for (; j + 16 * J <= n; j += 16 * J) axpy_step(dt, MX, R, J, n, j, 0xffff, p, xs, w, ldw, y);
+    for (; j + 16 <= n; j += 16) axpy_step(dt, MX, R, 1, n, j, 0xffff, p, xs, w, ldw, y);
+    if (j < n) axpy_step(dt, MX, R, 1, n, j, mag_tail_mask(n - j), p, xs, w, ldw, y);
+}
+
+/*
+ * y[r] = sum_p x[r][p] * w[p*ldw ...]. With y in L1 (MX * n <= 4096), one row of W per pass,
+ * so W (or this thread's share of each row) is read strictly in order: on Zen 4 that matched
+ * the x @ W.T stream (1x768x3072 f32, one thread, from DRAM: 29-30 vs 29-31 GB/s), where 16
+ * interleaved rows per pass read 26-27 and 4-8 rows 21-25. With y in L2 (n = 151936), each
+ * pass takes R rows, which cuts y's loads and stores R-fold: 27 GB/s against 22 one row a time.
  */
 static inline __attribute__((always_inline)) void axpy_t(const mag_dtype_t dt, const int MX, int64_t n, int64_t k,
                                                            const float *x, const void *w, int64_t ldw, float *y) {
     const int R = MX == 1 ? 8 : 4; /* broadcast x values stay in registers */
-    const int64_t es = dt == MAG_DTYPE_FLOAT32 ? 4 : 2;
     for (int64_t j = 0; j < MX * n; ++j) y[j] = 0.0f;
     int64_t p = 0;
-    if (n * es > 4096 || ldw != n) { /* long rows, or this thread's share of each row */
-        if (MX == 1 && n <= 4096) /* y in L1: 16 rows per pass halve its loads and stores */
-            for (; p + 16 <= k; p += 16) axpy_rows(dt, 1, 16, n, k, p, x, w, ldw, y);
+    if (MX * n > 4096)
         for (; p + R <= k; p += R) axpy_rows(dt, MX, R, n, k, p, x, w, ldw, y);
-    }
     for (; p < k; ++p) axpy_rows(dt, MX, 1, n, k, p, x, w, ldw, y);
 }
 
