@@ -14,7 +14,7 @@
 
 #include "ew.h"
 
-#if defined(__F16C__)
+#if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -59,11 +59,17 @@ static inline void mag_vstore_f16(uint16_t *p, const mag_vf_t *v) {
 #endif
 }
 
+/* bfloat16 is float32's upper half: widen and shift. */
 static inline void mag_vload_bf16(mag_vf_t *v, const uint16_t *p) {
+#if defined(__AVX2__) /* GCC widens the vector extension's conversion in 128-bit halves: 4 shuffles, not 1 */
+    __m256i u = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)), 16);
+    memcpy(v, &u, sizeof(u));
+#else
     mag_vh_t h;
     memcpy(&h, p, sizeof(h));
     mag_vu_t u = __builtin_convertvector(h, mag_vu_t) << 16;
     memcpy(v, &u, sizeof(u));
+#endif
 }
 
 /* mag_f32_to_bf16 in lanes */
