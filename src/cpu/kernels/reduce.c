@@ -406,28 +406,40 @@ RED_LIMITS(RED_START_FNS)
     X(UINT32, uint32_t, uint32_t, int32_t) X(INT64, int64_t, int64_t, int64_t) X(UINT64, uint64_t, uint64_t, int64_t)
 #define RED_VSEL(x, b, w) (__typeof__(b))(((__typeof__(w))(x) & (w)) | ((__typeof__(w))(b) & ~(w)))
 
-/* The extreme of best and the m values at src. */
+/*
+ * The extreme of best and the m values at src: four plain running extremes, with any NaN only
+ * noted on the way (off the extremes' dependency chains); the rare block that holds one is then
+ * walked again to return its first NaN.
+ */
 #define RED_VEXT_FNS(ID, ST, CT, I, dir)                                                                               \
     static CT red_vext_##dir##_##ID(const ST *src, int64_t m, CT best) {                                               \
         typedef CT vec_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
         typedef I mask_t __attribute__((vector_size(MAG_VBYTES)));                                                     \
         enum { L = MAG_VBYTES / sizeof(CT) };                                                                          \
-        vec_t b0 = (vec_t){0} + best, b1 = b0, x0, x1;                                                                 \
+        vec_t b[4], x[4];                                                                                              \
+        mask_t nan = {0};                                                                                              \
+        for (int u = 0; u < 4; ++u) b[u] = (vec_t){0} + best;                                                          \
         int64_t i = 0;                                                                                                 \
-        for (; i + 2 * L <= m; i += 2 * L) {                                                                           \
-            MAG_VLOAD_##ID(x0, src + i);                                                                               \
-            MAG_VLOAD_##ID(x1, src + i + L);                                                                           \
-            mask_t w0 = RED_GT_##dir(x0, b0) | (x0 != x0), w1 = RED_GT_##dir(x1, b1) | (x1 != x1);                     \
-            b0 = RED_VSEL(x0, b0, w0);                                                                                 \
-            b1 = RED_VSEL(x1, b1, w1);                                                                                 \
+        for (; i + 4 * L <= m; i += 4 * L)                                                                             \
+            for (int u = 0; u < 4; ++u) {                                                                              \
+                MAG_VLOAD_##ID(x[u], src + i + u * L);                                                                 \
+                b[u] = RED_VSEL(x[u], b[u], RED_GT_##dir(x[u], b[u]));                                                 \
+                nan |= x[u] != x[u];                                                                                   \
+            }                                                                                                          \
+        I any = 0;                                                                                                     \
+        for (int k = 0; k < L; ++k) any |= nan[k];                                                                     \
+        if (any) {                                                                                                     \
+            i = 0;                                                                                                     \
+        } else if (i > 0) {                                                                                            \
+            for (int u = 0; u < 2; ++u) b[u] = RED_VSEL(b[u + 2], b[u], RED_GT_##dir(b[u + 2], b[u]));                 \
+            b[0] = RED_VSEL(b[1], b[0], RED_GT_##dir(b[1], b[0]));                                                     \
+            CT l[L];                                                                                                   \
+            MAG_VSTORE(l, b[0]);                                                                                       \
+            for (int k = 0; k < L; ++k) best = RED_BEATS_##dir(l[k], best) ? l[k] : best;                             \
         }                                                                                                              \
-        CT l[2 * L];                                                                                                   \
-        MAG_VSTORE(l, b0);                                                                                             \
-        MAG_VSTORE(l + L, b1);                                                                                         \
-        for (int k = 0; k < 2 * L; ++k) best = RED_BEATS_##dir(l[k], best) ? l[k] : best;                              \
         for (; i < m; ++i) {                                                                                           \
-            CT x = MAG_LD_##ID(src[i]);                                                                                \
-            best = RED_BEATS_##dir(x, best) ? x : best;                                                                \
+            CT v = MAG_LD_##ID(src[i]);                                                                                \
+            best = RED_BEATS_##dir(v, best) ? v : best;                                                                \
         }                                                                                                              \
         return best;                                                                                                   \
     }                                                                                                                  \
