@@ -35,6 +35,11 @@ typedef struct red_geom {
     mag_iter_t inner; /* the reduced block of x; base set per unit */
     int64_t n_out, n_red, chunks;
     bool tiles; /* reduce consecutive outputs side by side */
+    /* read once per share, not once per output: what a float result is finished with and where it goes */
+    uint8_t *out;
+    const void *center; /* in[1]'s data when the op has one */
+    int64_t post;
+    double post_arg;
 } red_geom_t;
 
 static int64_t red_abs64(int64_t v) { return v < 0 ? -v : v; }
@@ -61,6 +66,10 @@ static void red_geom_init(red_geom_t *g, const mag_kernel_args_t *a, bool keep_o
             r.shape[j - 1] = sh, r.strides[j - 1] = st;
         }
     g->a = a;
+    g->out = mag_tensor_data(a->out);
+    g->center = a->n_in > 1 ? mag_tensor_data(a->in[1]) : NULL;
+    g->post = mag_scalar_as_int(a->attrs[MAG_RED_POST]);
+    g->post_arg = mag_scalar_as_double(a->attrs[MAG_RED_ARG]);
     g->chunks = mag_scalar_as_int(a->attrs[MAG_RED_CHUNKS]);
     g->n_out = o.numel;
     if (g->chunks > 1) { /* units run chunk by chunk, the chunks of one output sharing its base */
@@ -140,26 +149,22 @@ static void red_visit(const red_geom_t *g, const uint8_t *x, int64_t lo, int64_t
 }
 
 static double red_center(const red_geom_t *g, int64_t u) {
-    const mag_tensor_t *c = g->a->in[1];
     int64_t o = u % g->n_out;
-    const void *v = mag_tensor_data(c);
-    return c->dtype == MAG_DTYPE_FLOAT64 ? ((const double *)v)[o] : ((const float *)v)[o];
+    return g->a->in[1]->dtype == MAG_DTYPE_FLOAT64 ? ((const double *)g->center)[o] : ((const float *)g->center)[o];
 }
 
 /* A float result: finished by the plan's step when no chunks are pending, stored in out's dtype. */
 static void red_store_float(const red_geom_t *g, int64_t u, double v) {
-    const mag_kernel_args_t *a = g->a;
     if (g->chunks == 1) {
-        double arg = mag_scalar_as_double(a->attrs[MAG_RED_ARG]);
-        switch (mag_scalar_as_int(a->attrs[MAG_RED_POST])) {
-        case MAG_RED_POST_DIV: v /= arg; break;
-        case MAG_RED_POST_DIV_SQRT: v = sqrt(v / arg); break;
+        switch (g->post) {
+        case MAG_RED_POST_DIV: v /= g->post_arg; break;
+        case MAG_RED_POST_DIV_SQRT: v = sqrt(v / g->post_arg); break;
         case MAG_RED_POST_LOG_ADD: v = log(v) + red_center(g, u); break;
         default: break;
         }
     }
-    void *o = mag_tensor_data(a->out);
-    switch (a->out->dtype) {
+    void *o = g->out;
+    switch (g->a->out->dtype) {
     case MAG_DTYPE_FLOAT64: ((double *)o)[u] = v; break;
     case MAG_DTYPE_FLOAT16: ((uint16_t *)o)[u] = mag_f32_to_f16((float)v); break;
     case MAG_DTYPE_BFLOAT16: ((uint16_t *)o)[u] = mag_f32_to_bf16((float)v); break;
@@ -367,7 +372,7 @@ MAG_FLOAT_DTYPES(RED_EXPSUM)
         red_run(a, ti, nt, false, tile_red_##name##_##ID);                                                             \
     }
 
-#define RED_STORE_INT64 ((int64_t *)mag_tensor_data(g->a->out))[u + j] = st.acc[j]
+#define RED_STORE_INT64 ((int64_t *)(void *)g->out)[u + j] = st.acc[j]
 #define RED_FPROD(ID, ST, CT) RED_FOLD_KERNEL(fprod, ID, ST, CT, 1, y * x, red_store_float(g, u + j, st.acc[j]))
 #define RED_ISUM(ID, ST, CT) RED_FOLD_KERNEL(isum, ID, ST, int64_t, 0, y + x, RED_STORE_INT64)
 #define RED_IPROD(ID, ST, CT) RED_FOLD_KERNEL(iprod, ID, ST, int64_t, 1, y * x, RED_STORE_INT64)
@@ -593,10 +598,10 @@ MAG_FLOAT_DTYPES(RED_VARG_BOTH)
         const mag_kernel_args_t *a = g->a;                                                                             \
         for (int64_t j = 0; j < n; ++j) {                                                                              \
             if (!(keep_pos)) {                                                                                         \
-                ((ST *)mag_tensor_data(a->out))[u + j] = MAG_ST_##ID(st.best[j]);                                      \
+                ((ST *)(void *)g->out)[u + j] = MAG_ST_##ID(st.best[j]);                                               \
                 continue;                                                                                              \
             }                                                                                                          \
-            ((int64_t *)mag_tensor_data(a->out))[u + j] = st.best_pos[j];                                              \
+            ((int64_t *)(void *)g->out)[u + j] = st.best_pos[j];                                                       \
             if (a->n_in > 1) ((ST *)mag_tensor_data(a->in[1]))[u + j] = MAG_ST_##ID(st.best[j]); /* for the combine */ \
         }                                                                                                              \
     }                                                                                                                  \
@@ -650,7 +655,7 @@ MAG_INT_DTYPES(RED_ARGS_S)
         st.a = *g->a, st.xs = xs, st.ncols = n;                                                                        \
         memset(st.decided, 0, (size_t)n * sizeof(bool));                                                               \
         red_visit(g, x, lo, hi, row_red_##name##_##ID, &st.a);                                                         \
-        for (int64_t j = 0; j < n; ++j) ((uint8_t *)mag_tensor_data(g->a->out))[u + j] = st.decided[j] == (decisive);  \
+        for (int64_t j = 0; j < n; ++j) g->out[u + j] = st.decided[j] == (decisive);                                    \
     }                                                                                                                  \
     static void k_red_##name##_##ID(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {                              \
         red_run(a, ti, nt, false, tile_red_##name##_##ID);                                                             \
