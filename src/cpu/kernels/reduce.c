@@ -431,8 +431,9 @@ RED_LIMITS(RED_START_FNS)
                 b[u] = RED_VSEL(x[u], b[u], RED_GT_##dir(x[u], b[u]));                                                 \
                 nan |= x[u] != x[u];                                                                                   \
             }                                                                                                          \
-        I any = 0;                                                                                                     \
-        for (int k = 0; k < L; ++k) any |= nan[k];                                                                     \
+        uint64_t w[MAG_VBYTES / 8], any = 0;                                                                           \
+        MAG_VSTORE(w, nan);                                                                                            \
+        for (int k = 0; k < MAG_VBYTES / 8; ++k) any |= w[k];                                                          \
         if (any) {                                                                                                     \
             i = 0;                                                                                                     \
         } else if (i > 0) {                                                                                            \
@@ -440,7 +441,7 @@ RED_LIMITS(RED_START_FNS)
             b[0] = RED_VSEL(b[1], b[0], RED_GT_##dir(b[1], b[0]));                                                     \
             CT l[L];                                                                                                   \
             MAG_VSTORE(l, b[0]);                                                                                       \
-            for (int k = 0; k < L; ++k) best = RED_BEATS_##dir(l[k], best) ? l[k] : best;                             \
+            for (int k = 0; k < L; ++k) best = RED_GT_##dir(l[k], best) ? l[k] : best; /* l holds no NaN */          \
         }                                                                                                              \
         for (; i < m; ++i) {                                                                                           \
             CT v = MAG_LD_##ID(src[i]);                                                                                \
