@@ -74,12 +74,16 @@ static inline void mag_vload_bf16(mag_vf_t *v, const uint16_t *p) {
 
 /* mag_f32_to_bf16 in lanes */
 static inline void mag_vstore_bf16(uint16_t *p, const mag_vf_t *v) {
+#if defined(__F16C__) && defined(__AVX2__)
+    _mm_storeu_si128((__m128i *)(void *)p, mag_bf16x8((const float *)(const void *)v));
+#else
     mag_vu_t u, nan;
     memcpy(&u, v, sizeof(u));
     nan = (mag_vu_t)((u & 0x7fffffffu) > 0x7f800000u);
     u = (nan & ((u >> 16) | 0x40u)) | (~nan & ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16));
     mag_vh_t h = __builtin_convertvector(u, mag_vh_t);
     memcpy(p, &h, sizeof(h));
+#endif
 }
 
 #define MAG_VLOAD_FLOAT16(v, p) mag_vload_f16(&(v), (const uint16_t *)(p))
