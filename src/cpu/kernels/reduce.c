@@ -319,12 +319,27 @@ RED_SUM_STATE(double)
             if ((st->blk_n += k) == RED_TILE_BLOCK) red_sum_##A##_carry(st);                                           \
         }                                                                                                              \
     }                                                                                                                  \
-    static void tile_red_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n,        \
-                                       int64_t lo, int64_t hi) {                                                       \
+    static __attribute__((noinline)) void tile_sum_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x,    \
+                                                                 int64_t xs, int64_t n, int64_t lo, int64_t hi) {      \
         red_sum_##A##_t st;                                                                                            \
         red_sum_##A##_init(&st, g, u, xs, n);                                                                          \
         red_visit(g, x, lo, hi, row_red_##name##_##ID, &st.a);                                                         \
         for (int64_t j = 0; j < n; ++j) red_store_float(g, u + j, (double)red_sum_##A##_total(&st, j));                \
+    }                                                                                                                  \
+    /* One dense row of at most one block is that block's sum (0 + t, as the cascade adds it): no cascade state */     \
+    static void tile_red_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n,        \
+                                       int64_t lo, int64_t hi) {                                                       \
+        if (pre || n != 1 || g->inner.rank != 1 || g->inner.strides[0][0] != (int64_t)sizeof(ST) ||                   \
+            hi - lo > RED_BLOCK) {                                                                                     \
+            tile_sum_##name##_##ID(g, u, x, xs, n, lo, hi);                                                            \
+            return;                                                                                                    \
+        }                                                                                                              \
+        const A c = g->a->n_in > 1 ? (A)red_center(g, u) : 0;                                                          \
+        const ST *v = (const ST *)(const void *)x + lo;                                                                \
+        A t;                                                                                                           \
+        (void)c;                                                                                                       \
+        MAG_VSUM(A, ID, v, hi - lo, vexpr, t);                                                                         \
+        red_store_float(g, u, (double)((A)0 + t));                                                                     \
     }                                                                                                                  \
     static void k_red_##name##_##ID(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {                              \
         red_run(a, ti, nt, false, tile_red_##name##_##ID);                                                             \
