@@ -37,7 +37,7 @@ typedef struct red_geom {
     bool tiles; /* reduce consecutive outputs side by side */
     /* read once per share, not once per output: what a float result is finished with and where it goes */
     uint8_t *out;
-    const void *center; /* in[1]'s data when the op has one */
+    void *in1; /* in[1]'s data when the op has one: the sums' centers, the values an arg reduction leaves its combine */
     int64_t post;
     double post_arg;
 } red_geom_t;
@@ -67,7 +67,7 @@ static void red_geom_init(red_geom_t *g, const mag_kernel_args_t *a, bool keep_o
         }
     g->a = a;
     g->out = mag_tensor_data(a->out);
-    g->center = a->n_in > 1 ? mag_tensor_data(a->in[1]) : NULL;
+    g->in1 = a->n_in > 1 ? mag_tensor_data(a->in[1]) : NULL;
     g->post = mag_scalar_as_int(a->attrs[MAG_RED_POST]);
     g->post_arg = mag_scalar_as_double(a->attrs[MAG_RED_ARG]);
     g->chunks = mag_scalar_as_int(a->attrs[MAG_RED_CHUNKS]);
@@ -150,7 +150,7 @@ static void red_visit(const red_geom_t *g, const uint8_t *x, int64_t lo, int64_t
 
 static double red_center(const red_geom_t *g, int64_t u) {
     int64_t o = u % g->n_out;
-    return g->a->in[1]->dtype == MAG_DTYPE_FLOAT64 ? ((const double *)g->center)[o] : ((const float *)g->center)[o];
+    return g->a->in[1]->dtype == MAG_DTYPE_FLOAT64 ? ((const double *)g->in1)[o] : ((const float *)g->in1)[o];
 }
 
 /* A float result: finished by the plan's step when no chunks are pending, stored in out's dtype. */
@@ -618,7 +618,7 @@ MAG_FLOAT_DTYPES(RED_VARG_BOTH)
                 continue;                                                                                              \
             }                                                                                                          \
             ((int64_t *)(void *)g->out)[u + j] = st.best_pos[j];                                                       \
-            if (a->n_in > 1) ((ST *)mag_tensor_data(a->in[1]))[u + j] = MAG_ST_##ID(st.best[j]); /* for the combine */ \
+            if (a->n_in > 1) ((ST *)g->in1)[u + j] = MAG_ST_##ID(st.best[j]); /* for the combine */                   \
         }                                                                                                              \
     }                                                                                                                  \
     static void k_red_##name##_##ID(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {                              \
@@ -671,7 +671,7 @@ MAG_INT_DTYPES(RED_ARGS_S)
         st.a = *g->a, st.xs = xs, st.ncols = n;                                                                        \
         memset(st.decided, 0, (size_t)n * sizeof(bool));                                                               \
         red_visit(g, x, lo, hi, row_red_##name##_##ID, &st.a);                                                         \
-        for (int64_t j = 0; j < n; ++j) g->out[u + j] = st.decided[j] == (decisive);                                    \
+        for (int64_t j = 0; j < n; ++j) g->out[u + j] = st.decided[j] == (decisive);                                   \
     }                                                                                                                  \
     static void k_red_##name##_##ID(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {                              \
         red_run(a, ti, nt, false, tile_red_##name##_##ID);                                                             \
