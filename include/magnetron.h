@@ -238,6 +238,11 @@ typedef struct mag_graph mag_graph_t;
 mag_status_t mag_graph_begin(mag_graph_t **out);
 mag_status_t mag_graph_end(mag_graph_t *g);
 mag_status_t mag_graph_replay(mag_graph_t *g);
+/* A replay that also times each launch: ns (mag_graph_launches entries) gets launch i's wall time in ns[i]. */
+mag_status_t mag_graph_replay_timed(mag_graph_t *g, int64_t *ns);
+/* Launch i's op name and result tensor (borrowed; NULL for an op without one or i out of range). */
+const char *mag_graph_launch_op(const mag_graph_t *g, int64_t i);
+mag_tensor_t *mag_graph_launch_out(const mag_graph_t *g, int64_t i);
 int64_t mag_graph_launches(const mag_graph_t *g);
 void mag_graph_free(mag_graph_t *g); /* also ends a capture in progress */
 

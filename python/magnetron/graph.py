@@ -18,9 +18,22 @@ ops draw fresh numbers on every replay. Capture is per thread.
 from __future__ import annotations
 
 import contextlib
+import statistics
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from . import _C
+
+
+@dataclass(frozen=True)
+class LaunchTime:
+    """One recorded launch in a profile: its op, result shape and dtype, and median wall time."""
+
+    index: int
+    op: str
+    shape: tuple[int, ...]
+    dtype: str
+    seconds: float
 
 
 class Graph:
@@ -50,6 +63,19 @@ class Graph:
         if not self._captured:
             raise RuntimeError("Graph.replay: nothing has been captured")
         self._g.replay()
+
+    def profile(self, replays: int = 5) -> list[LaunchTime]:
+        """Replay ``replays`` times, timing every launch; each launch's median, in recorded order.
+
+        A replay's launches run back to back as in ``replay``, so a kernel's time includes its
+        thread-pool hand-off: the sum is the replay's time, up to the clock reads.
+        """
+        if not self._captured:
+            raise RuntimeError("Graph.profile: nothing has been captured")
+        if replays < 1:
+            raise ValueError(f"Graph.profile: replays must be >= 1, got {replays}")
+        runs = [self._g.replay_timed() for _ in range(replays)]
+        return [LaunchTime(i, *self._g.launch_info(i), statistics.median(ns) * 1e-9) for i, ns in enumerate(zip(*runs))]
 
     def __len__(self) -> int:
         """The number of recorded kernel launches."""

@@ -119,3 +119,24 @@ def test_capture_is_per_thread() -> None:
     np.testing.assert_array_equal(y.numpy(), [11.0, 21.0])
     np.testing.assert_array_equal(seen[0], [5.0, 10.0])
     assert len(g) == n
+
+
+def test_profile_names_every_launch_and_replays_it() -> None:
+    rng = np.random.default_rng(0)
+    x = mag.Tensor(rng.standard_normal((3, 16), dtype=np.float32))
+    w1, w2 = (mag.Tensor(rng.standard_normal(s, dtype=np.float32)) for s in ((32, 16), (16, 32)))
+    g = mag.Graph()
+    with pytest.raises(RuntimeError, match="nothing has been captured"):
+        g.profile()
+    with mag.no_grad(), g.capture():
+        y = mlp(x, w1, w2)
+    prof = g.profile(replays=3)
+    assert [p.index for p in prof] == list(range(len(g)))
+    assert prof[0].op == "matmul" and prof[0].shape == (3, 32) and prof[0].dtype == "float32"
+    assert prof[-1].op == "rms_norm" and prof[-1].shape == (3, 16)
+    assert all(p.seconds > 0 for p in prof)
+    x.copy_(mag.Tensor(np.ones((3, 16), dtype=np.float32)))
+    g.profile(replays=1)  # a profile is a replay: y follows the new input
+    np.testing.assert_allclose(y.numpy(), mlp(x, w1, w2).numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="replays must be >= 1"):
+        g.profile(replays=0)
