@@ -11,8 +11,10 @@ contenders and the best of ``--runs`` is reported. Prefill = prompt tokens / tim
 new token; decode = (new tokens - 1) / time for the rest. The machine's read bandwidth (a large
 sum with torch, best of several) over the bytes one decode step reads (every weight matrix once,
 plus the KV cache at mid-generation) gives the decode bound in tokens/s. A shared machine's
-bandwidth moves by tens of percent within minutes, so it is measured again right before each
-magnetron run and "% of bound" is the median over the runs of decode / that run's bound.
+bandwidth moves by tens of percent within seconds, so it is measured right before and right
+after each magnetron run, that run's bound takes the mean of the two, and "% of bound" is the
+median over the runs of decode / that run's bound (each run's share is listed too). One untimed
+generation per contender comes first: it maps the weights in and makes the first allocations.
 """
 
 from __future__ import annotations
@@ -111,13 +113,21 @@ def main() -> None:
     prompt = torch.randint(0, min(model.config.vocab_size, 50000), (args.prompt_tokens,)).tolist()
     per_token = bytes_per_token(model, args.prompt_tokens + args.new_tokens // 2)
 
+    # One untimed generation each first: it maps the weights in, allocates the kernels' scratch and the
+    # KV cache, and warms both libraries' code paths, none of which is decode speed.
+    if args.only != "transformers":
+        run_magnetron(model, prompt, 2)
+    if hf is not None:
+        run_transformers(hf, prompt, 2)
     results: dict[str, list[tuple[float, float]]] = {"magnetron": [], "transformers": []}
-    bandwidths: list[float] = []
+    bandwidths: list[float] = []  # per run: the mean of the probes right before and right after magnetron's run
     for _ in range(args.runs):
-        bandwidths.append(read_bandwidth(args.threads))
+        before = read_bandwidth(args.threads)
         torch.set_num_threads(args.threads)
         if args.only != "transformers":
             results["magnetron"].append(run_magnetron(model, prompt, args.new_tokens))
+        bandwidths.append((before + read_bandwidth(args.threads)) / 2)
+        torch.set_num_threads(args.threads)
         if hf is not None:
             results["transformers"].append(run_transformers(hf, prompt, args.new_tokens))
 
@@ -130,8 +140,12 @@ def main() -> None:
         if runs:
             prefill = max(r[0] for r in runs)
             decode = max(r[1] for r in runs)
-            share = 100 * statistics.median(r[1] / b for r, b in zip(runs, bounds))
-            print(f"{name:>12}: prefill {prefill:7.1f} tok/s   decode {decode:6.2f} tok/s ({share:.0f}% of bound)")
+            shares = [100 * r[1] / b for r, b in zip(runs, bounds)]
+            listed = " ".join(f"{x:.0f}" for x in shares)
+            print(
+                f"{name:>12}: prefill {prefill:7.1f} tok/s   decode {decode:6.2f} tok/s "
+                f"({statistics.median(shares):.0f}% of bound; runs: {listed})"
+            )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # magnetron's alone: decode_memory.py
     print(f"peak RSS {rss:.0f} MB (the whole process, probe buffer included), magnetron {mag.__version__}")
 
