@@ -36,6 +36,7 @@ import magnetron as mag  # noqa: E402
 import reference  # noqa: E402
 from harness import read_bandwidth  # noqa: E402
 from magnetron import models  # noqa: E402
+from magnetron.io.convert import convert  # noqa: E402
 from magnetron.models import SamplingParams  # noqa: E402
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -97,6 +98,12 @@ def main() -> None:
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--only", choices=["magnetron", "transformers"])
+    ap.add_argument(
+        "--source",
+        choices=["mag", "folder"],
+        default="mag",
+        help="what magnetron loads: the checkpoint converted to FOLDER.mag (kept for later runs) or the folder",
+    )
     args = ap.parse_args()
 
     folder = args.model
@@ -106,8 +113,13 @@ def main() -> None:
             print(f"building {args.shape} ({args.dtype}) in {folder} ...", flush=True)
             reference.build(reference.BIG[args.shape], folder, TORCH_DTYPES[args.dtype])
 
+    source = folder
+    if args.source == "mag" and not folder.endswith((".mag", ".gguf")):
+        source = os.path.normpath(folder) + ".mag"
+        if not os.path.isfile(source):
+            convert(folder, source)
     torch.set_num_threads(args.threads)
-    model = models.load(folder, dtype=args.dtype, num_threads=args.threads)
+    model = models.load(source, dtype=args.dtype, num_threads=args.threads)
     hf_dtype = args.hf_dtype or args.dtype
     hf = None if args.only == "magnetron" else load_hf(folder, TORCH_DTYPES[hf_dtype])
     prompt = torch.randint(0, min(model.config.vocab_size, 50000), (args.prompt_tokens,)).tolist()
@@ -132,7 +144,7 @@ def main() -> None:
             results["transformers"].append(run_transformers(hf, prompt, args.new_tokens))
 
     setup = f"{args.threads} threads, prompt {args.prompt_tokens}, new {args.new_tokens}"
-    print(f"{model.config.arch}: magnetron {args.dtype}, transformers {hf_dtype}, {setup}")
+    print(f"{model.config.arch}: magnetron {args.dtype} from {source}, transformers {hf_dtype}, {setup}")
     bounds = [b / per_token for b in bandwidths]
     seen = ", ".join(f"{b / 1e9:.1f}" for b in bandwidths)
     print(f"read bandwidth {seen} GB/s, {per_token / 1e6:.1f} MB per token: bound {max(bounds):.1f} tok/s at best")

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import reference
 from magnetron import _C, models
+from magnetron.io import load as load_mag
 from magnetron.io.convert import convert
 from test_parity import F32_TOL, hf_logits, random_ids
 
@@ -45,6 +46,27 @@ def test_mag_snapshot_of_gpt2_carries_its_vocab_and_merges(checkpoint, tmp_path)
     model = models.load(tmp_path / "gpt2.mag")
     assert model.dtype.name == "bfloat16"
     assert model.encode("Hello world") == [15496, 995]
+
+
+def test_gpt2_mag_stores_the_projections_in_the_linear_layout(checkpoint, tmp_path):
+    """convert writes GPT-2's Conv1D weights (in, out) transposed, once: the .mag maps them as
+    nn.Linear weights (out, in) and computes the same logits as the folder; converting that .mag
+    again keeps them as they are."""
+    folder = checkpoint("gpt2")
+    convert(folder, tmp_path / "gpt2.mag")
+    convert(tmp_path / "gpt2.mag", tmp_path / "again.mag")
+    direct = models.load(folder)
+    ids = random_ids(direct.config.vocab_size, (1, 12))
+    for name in ("gpt2.mag", "again.mag"):
+        snap = load_mag(tmp_path / name)
+        assert snap.metadata["gpt2.projections"] == "out_in"
+        C = direct.config.dim
+        assert tuple(snap["transformer.h.0.attn.c_attn.weight"].shape) == (3 * C, C)
+        assert tuple(snap["transformer.h.0.mlp.c_fc.weight"].shape) == (direct.config.ffn_dim, C)
+        model = models.load(tmp_path / name)
+        qkv = model.net.layers[0].self_attn.qkv_proj.weight
+        assert qkv.is_contiguous and qkv.is_read_only  # mapped, in the layout x @ W.T reads
+        np.testing.assert_allclose(np.asarray(model(ids)), np.asarray(direct(ids)), rtol=1e-5, atol=1e-5)
 
 
 def test_single_safetensors_file_with_config_beside_it(checkpoint, tmp_path):

@@ -16,6 +16,7 @@ from .. import __version__
 from .. import dtype as _dt
 from .._C import FormatError
 from .._tensor import Tensor
+from ..models import gpt2
 from .mag import PathLike, TensorSpec, load, write
 from .source import Source
 
@@ -124,6 +125,11 @@ def convert(
     out = [s._replace(dtype=target) if target and s.dtype.is_floating_point else s for s in source.specs]
     by_name = {s.name: s for s in source.specs}
     meta = dict(source.metadata)
+    # GPT-2's Conv1D projections are stored in the nn.Linear layout, which decode streams faster
+    transpose = gpt2.conv1d_weights(meta, by_name)
+    out = [s._replace(shape=s.shape[::-1]) if s.name in transpose else s for s in out]
+    if transpose:
+        meta[gpt2.LAYOUT_KEY] = "out_in"
     meta |= {
         "provenance.source": Path(src).resolve().name,
         "provenance.source_format": source.format,
@@ -135,5 +141,10 @@ def convert(
     total = sum(s.nbytes for s in out)
     if on_start is not None:
         on_start(total)
-    write(dst, out, lambda s: source.tensor(by_name[s.name]).cast(s.dtype), meta, on_tensor)
+
+    def fetch(spec: TensorSpec) -> Tensor:
+        t = source.tensor(by_name[spec.name])
+        return (t.T if spec.name in transpose else t).cast(spec.dtype)  # a cast copies: contiguous
+
+    write(dst, out, fetch, meta, on_tensor)
     return {"tensors": len(out), "bytes": total}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tokenizers import Tokenizer
@@ -163,7 +163,7 @@ def load(source: str | os.PathLike, dtype: DType | str | None = None, num_thread
         hf = json.loads(meta["model.config"])
     else:
         raise ValueError(f"models.load: {os.fspath(source)!r} has no model config (config.json or .mag model.config)")
-    net = build(hf, tensors, dtype)
+    net = build(hf, tensors, dtype, meta)
     tokenizer = from_json(meta["tokenizer.json"]) if "tokenizer.json" in meta else None
     tok_cfg = json.loads(meta.get("tokenizer.config", "{}"))
     gen_cfg = json.loads(meta.get("model.generation_config", "{}"))
@@ -174,8 +174,11 @@ def load(source: str | os.PathLike, dtype: DType | str | None = None, num_thread
     return LanguageModel(net, tokenizer, meta.get("tokenizer.chat_template"), eos, specials)
 
 
-def build(hf: dict, tensors: dict[str, Tensor], dtype: DType | str | None = None) -> Transformer:
-    """The Transformer for an HF config dict with its weights (cast to ``dtype`` when given)."""
+def build(
+    hf: dict, tensors: dict[str, Tensor], dtype: DType | str | None = None, metadata: Mapping[str, Any] | None = None
+) -> Transformer:
+    """The Transformer for an HF config dict with its weights (cast to ``dtype`` when given);
+    ``metadata`` is the checkpoint's (an importer's notes on how it stored the weights)."""
     arch = hf.get("model_type")
     if arch not in ARCHITECTURES:
         raise ValueError(f"models.load: unsupported model_type {arch!r} (supported: {', '.join(ARCHITECTURES)})")
@@ -185,7 +188,7 @@ def build(hf: dict, tensors: dict[str, Tensor], dtype: DType | str | None = None
     if target is not None and target not in (_dt.float32, _dt.bfloat16, _dt.float16):
         raise ValueError(f"models.load: dtype must be float32, bfloat16 or float16, got {target}")
     try:
-        weights = module.weights_from_hf(tensors, cfg)
+        weights = module.weights_from_hf(tensors, cfg, metadata or {})
     except KeyError as e:
         raise ValueError(f"models.load: the {arch} checkpoint lacks tensor {e.args[0]!r}") from None
     if target is None:  # as stored: the dtype of the embedding (config.json's dtype can be stale)

@@ -25,6 +25,7 @@ Non-goals: RoPE scaling (YaRN, llama3, dynamic NTK), sliding-window attention, M
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from .._tensor import Tensor
 from .transformer import TransformerConfig, hf_dtype, hf_token_ids
@@ -76,8 +77,11 @@ def config_from_hf(hf: dict) -> TransformerConfig:
     )
 
 
-def weights_from_hf(tensors: Mapping[str, Tensor], cfg: TransformerConfig) -> dict[str, Tensor]:
-    """HF tensors -> the Transformer's parameter names: drop the ``model.`` prefix, tie lm_head."""
+def weights_from_hf(
+    tensors: Mapping[str, Tensor], cfg: TransformerConfig, metadata: Mapping[str, Any]
+) -> dict[str, Tensor]:
+    """HF tensors -> the Transformer's parameter names: drop the ``model.`` prefix, tie lm_head.
+    (``metadata`` carries no layout notes for these models: their projections are nn.Linear.)"""
     out = {k.removeprefix("model."): t for k, t in tensors.items() if not k.endswith("rotary_emb.inv_freq")}
     if cfg.tie_embeddings:
         out["lm_head.weight"] = out["embed_tokens.weight"]
