@@ -15,6 +15,8 @@ bandwidth moves by tens of percent within seconds, so it is measured right befor
 after each magnetron run, that run's bound takes the mean of the two, and "% of bound" is the
 median over the runs of decode / that run's bound (each run's share is listed too). One untimed
 generation per contender comes first: it maps the weights in and makes the first allocations.
+magnetron loads a checkpoint folder converted to FOLDER.mag (made once and kept beside it: the
+format it maps as stored, GPT-2's projections included) unless ``--source folder`` is given.
 """
 
 from __future__ import annotations
