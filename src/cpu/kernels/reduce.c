@@ -326,20 +326,29 @@ RED_SUM_STATE(double)
         red_visit(g, x, lo, hi, row_red_##name##_##ID, &st.a);                                                         \
         for (int64_t j = 0; j < n; ++j) red_store_float(g, u + j, (double)red_sum_##A##_total(&st, j));                \
     }                                                                                                                  \
-    /* One dense row of at most one block is that block's sum (0 + t, as the cascade adds it): no cascade state */     \
+    /* A dense row of fewer than 16 blocks (a short last dim): the block sums added as the cascade adds them           \
+       (each block 0 + t, level 0 taken then added to, the total blk + level 0), without the cascade's state */        \
     static void tile_red_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n,        \
                                        int64_t lo, int64_t hi) {                                                       \
-        if (pre || n != 1 || g->inner.rank != 1 || g->inner.strides[0][0] != (int64_t)sizeof(ST) ||                   \
-            hi - lo > RED_BLOCK) {                                                                                     \
+        if (pre || n != 1 || g->inner.rank != 1 || g->inner.strides[0][0] != (int64_t)sizeof(ST) ||                    \
+            hi - lo >= RED_CASCADE_FAN * RED_BLOCK) {                                                                  \
             tile_sum_##name##_##ID(g, u, x, xs, n, lo, hi);                                                            \
             return;                                                                                                    \
         }                                                                                                              \
         const A c = g->a->n_in > 1 ? (A)red_center(g, u) : 0;                                                          \
         const ST *v = (const ST *)(const void *)x + lo;                                                                \
-        A t;                                                                                                           \
+        const int64_t len = hi - lo, full = len / RED_BLOCK;                                                           \
+        A level0 = 0, blk = 0, t;                                                                                      \
         (void)c;                                                                                                       \
-        MAG_VSUM(A, ID, v, hi - lo, vexpr, t);                                                                         \
-        red_store_float(g, u, (double)((A)0 + t));                                                                     \
+        for (int64_t b = 0; b < full; ++b) {                                                                           \
+            MAG_VSUM(A, ID, v + b * RED_BLOCK, RED_BLOCK, vexpr, t);                                                   \
+            level0 = b ? level0 + ((A)0 + t) : (A)0 + t;                                                               \
+        }                                                                                                              \
+        if (len > full * RED_BLOCK) {                                                                                  \
+            MAG_VSUM(A, ID, v + full * RED_BLOCK, len - full * RED_BLOCK, vexpr, t);                                   \
+            blk = (A)0 + t;                                                                                            \
+        }                                                                                                              \
+        red_store_float(g, u, (double)(full ? blk + level0 : blk));                                                    \
     }                                                                                                                  \
     static void k_red_##name##_##ID(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {                              \
         red_run(a, ti, nt, false, tile_red_##name##_##ID);                                                             \
