@@ -16,7 +16,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct launch {
     mag_kernel_fn fn;
@@ -117,22 +116,16 @@ mag_status_t mag_graph_record(mag_kernel_fn fn, mag_op_t op, mag_dtype_t key, ma
     return MAG_OK;
 }
 
-static int64_t monotonic_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Replay g; with ns, ns[i] gets launch i's wall time (a profile). */
 static mag_status_t replay(mag_graph_t *g, int64_t *ns) {
     if (!g || !g->done) return mag_error(MAG_ERR_RUNTIME, "graph replay: the graph has not been captured yet");
     if (capturing) return mag_error(MAG_ERR_RUNTIME, "graph replay: not while this thread captures a graph");
     for (int64_t i = 0; i < g->n; ++i) {
         const launch_t *l = &g->launches[i];
-        int64_t t0 = ns ? monotonic_ns() : 0;
+        uint64_t t0 = ns ? mag_now_ns() : 0;
         MAG_TRY(mag_launch(l->fn, l->op, l->key, l->out, l->in, l->n_in, l->attrs, l->n_attrs, l->work,
                            l->single_thread));
-        if (ns) ns[i] = monotonic_ns() - t0;
+        if (ns) ns[i] = (int64_t)(mag_now_ns() - t0);
     }
     return MAG_OK;
 }

@@ -7,8 +7,16 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define MAG_ALIGN 64
+
+/* Nanoseconds on the monotonic clock (spin limits, graph profiles). */
+static inline uint64_t mag_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* A float32's bits and back (always inlined: kernel loops call them and must still vectorise). */
 static inline __attribute__((always_inline)) uint32_t mag_fbits(float x) {

@@ -13,7 +13,6 @@
 
 #include <pthread.h>
 #include <stdlib.h>
-#include <time.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -69,12 +68,6 @@ static void mailbox_init(mailbox_t *m) {
     pthread_cond_init(&m->cv, NULL);
 }
 
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Wait until m->value != old and return it. The sleeping flag and the value are both seq_cst,
  * so either the waiter sees the new value or the poster sees the flag (and then signals under
@@ -85,8 +78,8 @@ static uint64_t mailbox_wait(mailbox_t *m, uint64_t old) {
     for (uint32_t i = 0; (v = atomic_load_explicit(&m->value, memory_order_acquire)) == old; ++i) {
         cpu_pause();
         if ((i & 255) != 255) continue;
-        if (!t0) t0 = now_ns();
-        else if (now_ns() - t0 > SPIN_NS) {
+        if (!t0) t0 = mag_now_ns();
+        else if (mag_now_ns() - t0 > SPIN_NS) {
             pthread_mutex_lock(&m->mu);
             atomic_store(&m->sleeping, true);
             while ((v = atomic_load(&m->value)) == old) pthread_cond_wait(&m->cv, &m->mu);

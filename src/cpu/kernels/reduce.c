@@ -150,6 +150,11 @@ static void red_visit(const red_geom_t *g, const uint8_t *x, int64_t lo, int64_t
     mag_iter_run(&it, lo, hi, row, st);
 }
 
+/* A tile of one output whose reduced elements are one contiguous row of es-byte values. */
+static bool red_one_dense_row(const red_geom_t *g, int64_t n, size_t es) {
+    return n == 1 && g->inner.rank == 1 && g->inner.strides[0][0] == (int64_t)es;
+}
+
 static double red_center(const red_geom_t *g, int64_t u) {
     int64_t o = u % g->n_out;
     return g->a->in[1]->dtype == MAG_DTYPE_FLOAT64 ? ((const double *)g->in1)[o] : ((const float *)g->in1)[o];
@@ -332,8 +337,7 @@ RED_SUM_STATE(double)
        (each block 0 + t, level 0 taken then added to, the total blk + level 0), without the cascade's state */        \
     static void tile_red_##name##_##ID(const red_geom_t *g, int64_t u, const uint8_t *x, int64_t xs, int64_t n,        \
                                        int64_t lo, int64_t hi) {                                                       \
-        if (pre || n != 1 || g->inner.rank != 1 || g->inner.strides[0][0] != (int64_t)sizeof(ST) ||                    \
-            hi - lo >= RED_CASCADE_FAN * RED_BLOCK) {                                                                  \
+        if (pre || !red_one_dense_row(g, n, sizeof(ST)) || hi - lo >= RED_CASCADE_FAN * RED_BLOCK) {                   \
             tile_sum_##name##_##ID(g, u, x, xs, n, lo, hi);                                                            \
             return;                                                                                                    \
         }                                                                                                              \
@@ -621,8 +625,8 @@ MAG_FLOAT_DTYPES(RED_VARG_BOTH)
             st.best[j] = RED_START_##dir(ID);                                                                          \
             st.best_pos[j] = lo;                                                                                       \
         }                                                                                                              \
-        if (RED_HAS_DENSE_##VX && n == 1 && g->inner.rank == 1 && g->inner.strides[0][0] == (int64_t)sizeof(ST) &&     \
-            hi - lo <= RED_DENSE_SPAN) { /* one dense row (a short last dim): straight to the SIMD helper */           \
+        if (RED_HAS_DENSE_##VX && red_one_dense_row(g, n, sizeof(ST)) && hi - lo <= RED_DENSE_SPAN) {                  \
+            /* one dense row (a short last dim): straight to the SIMD helper */                                        \
             RED_DENSE_##VX(dir, ID, (const ST *)(const void *)x + lo, hi - lo, lo, &st);                               \
         } else {                                                                                                       \
             st.a = *g->a, st.xs = xs, st.ncols = n, st.pos = lo;                                                       \
