@@ -5,7 +5,9 @@ ratio PyTorch / magnetron (> 1: magnetron is faster). Timing is benchmarks/harne
 (interleaved contenders, samples >= 0.2 s, samples disturbed by other processes retried).
 
     PYTHONPATH=python python benchmarks/ops_reduce.py [--quick] [--samples N] [--threads 1,2]
-        [--ops sum,mean,...] [--dtypes float32,float16,bfloat16] [--dims -1,0,all]
+        [--ops sum,mean,...] [--dtypes float32,float16,bfloat16] [--dims -1,0,all] [--shape 4096x4096]
+
+--shape: rows x columns; short rows (32768x32, 8192x128) measure the per-output cost.
 
 --quick: float32 only, the issue's named ops (sum, mean, max, rms_norm), 3 samples.
 """
@@ -59,12 +61,14 @@ def main() -> None:
     ap.add_argument("--ops", default=",".join(REDUCTIONS + NORMS))
     ap.add_argument("--dtypes", default=",".join(DTYPES))
     ap.add_argument("--dims", default="-1,0,all")
+    ap.add_argument("--shape", default="x".join(map(str, SHAPE)), help="rows x columns")
     args = ap.parse_args()
+    size = tuple(int(v) for v in args.shape.split("x"))
     ops, dtypes, dims = args.ops.split(","), args.dtypes.split(","), args.dims.split(",")
     samples = args.samples or (3 if args.quick else 7)
     if args.quick:
         ops, dtypes = [o for o in ops if o in ("sum", "mean", "max", "rms_norm")], ["float32"]
-    shape = "x".join(map(str, SHAPE))
+    shape = "x".join(map(str, size))
     print(f"cpu variant: {mag.context.cpu_info().get('variant')}, torch {torch.__version__}")
     head = ("op", "shape", "dim", "dtype", "thr", "magnetron ms", "torch ms", "ratio")
     print("{:11s} {:9s} {:>4s} {:9s} {:>3s} {:>13s} {:>9s} {:>6s}".format(*head))
@@ -73,7 +77,7 @@ def main() -> None:
         mag.context.num_threads = threads
         torch.set_num_threads(threads)
         for dname in dtypes:
-            t = torch.randn(SHAPE, dtype=DTYPES[dname])
+            t = torch.randn(size, dtype=DTYPES[dname])
             x = mag.Tensor.from_dlpack(t)
             for op in ops:
                 for dim in dims if op in REDUCTIONS else ["-1"]:
