@@ -69,11 +69,15 @@ typedef struct tile_cfg {
     uint8_t rows[16];
 } tile_cfg_t;
 
-static void enter(void) {
-    tile_cfg_t cfg = {.palette = 1};
-    for (int t = 0; t < 8; ++t) cfg.colsb[t] = 64, cfg.rows[t] = 16;
-    tile_config(&cfg);
-}
+/* Static, not built on the stack: GCC 12 treats ldtilecfg as reading only the first bytes of its
+ * operand and dropped the stores to colsb/rows, so the CPU faulted on an all-zero shape. */
+static const tile_cfg_t tile_shapes = {
+    .palette = 1,
+    .colsb = {64, 64, 64, 64, 64, 64, 64, 64},
+    .rows = {16, 16, 16, 16, 16, 16, 16, 16},
+};
+
+static void enter(void) { tile_config(&tile_shapes); }
 
 static void leave(void) { tile_release(); }
 
