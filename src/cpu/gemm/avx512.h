@@ -1,8 +1,9 @@
-/* Shared by the AVX-512 files: the tail mask and the 32-bit transposing pack. */
+/* Shared by the AVX-512 files: the tail mask, the 32-bit transposing pack and the bf16 pair pack. */
 #ifndef MAG_CPU_GEMM_AVX512_H
 #define MAG_CPU_GEMM_AVX512_H
 
 #include "kernel.h"
+#include "pack.h"
 #include "ukr.h"
 
 #include <immintrin.h>
@@ -54,6 +55,51 @@ static inline void mag_pack_tr32(int64_t rows, int64_t k, const void *x, int64_t
             __mmask16 rm = mag_tail_mask(r - i0);
             for (int64_t q = 0; q < np; ++q) _mm512_mask_storeu_epi32(dst + (p + q) * r + i0, rm, v[q]);
         }
+    }
+}
+
+/* Contiguous rows (r <= 32 of them): interleave the rows of two depths, word by word. */
+static inline void mag_pack_interleave(int64_t m, int64_t k, const uint16_t *x, int64_t cs, uint16_t *dst, int r) {
+    __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5,
+                                  36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    int64_t kp = mag_gemm_roundup(k, 2);
+    __mmask32 m0 = (__mmask32)((1ull << mag_gemm_min(2 * r, 32)) - 1); /* pair words of rows 0-15 */
+    __mmask32 m1 = (__mmask32)((1ull << (r > 16 ? 2 * r - 32 : 0)) - 1);   /* and of rows 16-31 */
+    for (int64_t i0 = 0; i0 < m; i0 += r, dst += r * kp) {
+        int64_t rows = mag_gemm_min(r, m - i0);
+        __mmask32 rm = (__mmask32)((1ull << rows) - 1);
+        for (int64_t p = 0; p < kp; p += 2) {
+            __m512i a = _mm512_maskz_loadu_epi16(rm, x + p * cs + i0);
+            __m512i b = p + 1 < k ? _mm512_maskz_loadu_epi16(rm, x + (p + 1) * cs + i0) : _mm512_setzero_si512();
+            _mm512_mask_storeu_epi16(dst + p * r, m0, _mm512_permutex2var_epi16(a, lo, b));
+            if (r > 16) _mm512_mask_storeu_epi16(dst + p * r + 32, m1, _mm512_permutex2var_epi16(a, hi, b));
+        }
+    }
+}
+
+/*
+ * bf16 pair panels (pack.h's layout), r rows a panel, for any strides: contiguous rows interleave
+ * as above, rows with contiguous depths move as 32-bit pairs through the vector transposition.
+ */
+static inline __attribute__((always_inline)) void mag_pack_pairs(int64_t m, int64_t k, const uint16_t *x, int64_t rs,
+                                                                   int64_t cs, uint16_t *dst, const int r) {
+    if (rs == 1) {
+        mag_pack_interleave(m, k, x, cs, dst, r);
+        return;
+    }
+    if (cs != 1) {
+        pack_pair_panels(m, k, x, rs, cs, dst, r);
+        return;
+    }
+    int64_t kp = mag_gemm_roundup(k, 2);
+    for (int64_t i0 = 0; i0 < m; i0 += r) {
+        int64_t rows = mag_gemm_min(r, m - i0);
+        const uint16_t *xi = x + i0 * rs;
+        mag_gemm_u32 *d = (mag_gemm_u32 *)(dst + i0 * kp);
+        mag_pack_tr32(rows, k / 2, xi, rs * 2, d, r);
+        if (k & 1) /* the last depth pairs with a zero */
+            for (int64_t i = 0; i < r; ++i) d[(k / 2) * r + i] = i < rows ? xi[i * rs + k - 1] : 0;
     }
 }
 

@@ -2,11 +2,12 @@
  * The AMX path for bfloat16: a 32 x 32 float32 tile of C held in four 16 x 16 accumulator
  * tiles; each 32-depth step loads two A tiles (16 rows x 32 depths) and two B tiles (16 depth
  * pairs x 16 columns, the same pair layout vdpbf16ps uses) and issues four tdpbf16ps.
- * Built with -mamx-tile -mamx-bf16; runs only after path.c got the OS's tile permission.
- * MAG_GEMM_AMX_EMULATE swaps the tile instructions for C (amx_emulate.h) so machines
- * without AMX can test the packing and tile addressing.
+ * Built with -mamx-tile -mamx-bf16 and the AVX-512 flags (every AMX machine has AVX-512 BW),
+ * which pack B; runs only after path.c got the OS's tile permission. MAG_GEMM_AMX_EMULATE swaps
+ * the tile instructions for C (amx_emulate.h) so AVX-512 machines without AMX can test the
+ * packing and tile addressing.
  */
-#include "pack.h"
+#include "avx512.h"
 
 #ifdef MAG_GEMM_AMX_EMULATE
 #include "amx_emulate.h"
@@ -57,7 +58,7 @@ static void pack_b(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t 
     int64_t kp = mag_gemm_roundup(k, KB);
     uint16_t *d = dst;
     for (int64_t i0 = 0; i0 < m; i0 += NR, d += NR * kp) {
-        pack_pair_panels(mag_gemm_min(NR, m - i0), k, (const uint16_t *)x + i0 * rs, rs, cs, d, NR);
+        mag_pack_pairs(mag_gemm_min(NR, m - i0), k, (const uint16_t *)x + i0 * rs, rs, cs, d, NR);
         int64_t k2 = mag_gemm_roundup(k, 2);
         memset(d + k2 * NR, 0, (size_t)((kp - k2) * NR) * 2);
     }
@@ -81,9 +82,12 @@ static void enter(void) { tile_config(&tile_shapes); }
 
 static void leave(void) { tile_release(); }
 
-/* Tiles: 0-3 C (row block, column block), 4-5 A, 6-7 B. */
-static void ukr(int64_t kc, const void *ap, const void *bp, float *c, int64_t ldc, bool acc) {
-    const uint16_t *a = ap, *b = bp;
+/*
+ * The tile loop, A's two 16-row tiles from rows lda bytes apart (64 for a packed panel, whose
+ * 32-depth blocks are a_step bytes apart). Tiles: 0-3 C (row block, column block), 4-5 A, 6-7 B.
+ */
+static inline __attribute__((always_inline)) void tiles(int64_t kc, const uint8_t *a, int64_t lda, int64_t a_step,
+                                                          const uint16_t *b, float *c, int64_t ldc, bool acc) {
     size_t sc = (size_t)ldc * sizeof(float);
     float *c1 = c + 16, *c2 = c + 16 * ldc, *c3 = c2 + 16;
     if (acc) {
@@ -97,9 +101,9 @@ static void ukr(int64_t kc, const void *ap, const void *bp, float *c, int64_t ld
         tile_zero(2);
         tile_zero(3);
     }
-    for (int64_t q = 0; q < kc; q += KB, a += MR * KB, b += NR * KB) {
-        tile_load(4, a, 64);
-        tile_load(5, a + 16 * KB, 64);
+    for (int64_t q = 0; q < kc; q += KB, a += a_step, b += NR * KB) {
+        tile_load(4, a, lda);
+        tile_load(5, a + 16 * lda, lda);
         tile_load(6, b, NR * 4);
         tile_load(7, b + 32, NR * 4);
         tile_dpbf16ps(0, 4, 6);
@@ -113,7 +117,16 @@ static void ukr(int64_t kc, const void *ap, const void *bp, float *c, int64_t ld
     tile_store(3, c3, sc);
 }
 
+static void ukr(int64_t kc, const void *ap, const void *bp, float *c, int64_t ldc, bool acc) {
+    tiles(kc, ap, KB * 2, MR * KB * 2, bp, c, ldc, acc);
+}
+
+/* A in place: a tile row is 32 contiguous depths of one row, which tileloadd reads at any stride. */
+static void ukr_rows(int64_t kc, const void *ap, int64_t lda, const void *bp, float *c, int64_t ldc, bool acc) {
+    tiles(kc, ap, lda, KB * 2, bp, c, ldc, acc);
+}
+
 const mag_gemm_kernel_t KERNEL_NAME = {
     .mr = MR, .nr = NR, .kq = KB, .esz = 2, .mc = 32 * 8, .kc = 1024, .nc = 1024,
-    .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr, .epi = EPILOGUE, .enter = enter, .leave = leave,
+    .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr, .ukr_rows = ukr_rows, .epi = EPILOGUE, .enter = enter, .leave = leave,
 };

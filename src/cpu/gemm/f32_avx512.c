@@ -48,7 +48,7 @@ static inline __m512 combine(mag_dtype_t dt, __mmask16 k, const float *t, const 
     return _mm512_fmadd_ps(_mm512_set1_ps(beta), old, v);
 }
 
-/* A tile of at most 16 rows into a column-major C (C^T = B^T A^T): transpose 16 columns at a time. */
+/* At most 16 rows of a tile into a column-major C (C^T = B^T A^T): transpose 16 columns at a time. */
 static void epilogue_transposed(mag_dtype_t dt, int64_t m, int64_t n, const float *t, int64_t ldt, void *c,
                                 int64_t csc, float alpha, float beta) {
     float tt[16 * 16];
@@ -78,8 +78,11 @@ static void epilogue_transposed(mag_dtype_t dt, int64_t m, int64_t n, const floa
 /* The vector epilogue for unit column stride, or unit row stride (transposed); others take the portable one. */
 void mag_gemm_epilogue_avx512(mag_dtype_t dt, int64_t m, int64_t n, const float *t, int64_t ldt, void *c, int64_t rsc,
                               int64_t csc, float alpha, float beta) {
-    if (csc != 1 && rsc == 1 && m <= 16) {
-        epilogue_transposed(dt, m, n, t, ldt, c, csc, alpha, beta);
+    if (csc != 1 && rsc == 1) { /* 16 rows at a time */
+        size_t es = mag_dtype_info(dt)->size;
+        for (int64_t i = 0; i < m; i += 16)
+            epilogue_transposed(dt, mag_gemm_min(16, m - i), n, t + i * ldt, ldt, (uint8_t *)c + i * es, csc, alpha,
+                                beta);
         return;
     }
     if (csc != 1) {

@@ -89,17 +89,21 @@ typedef struct job {
 
 /*
  * An L1 way (sets x line size). Rows of A a multiple of it apart all fall into one L1 set, which
- * holds only its ways (8 to 12) of the tile's 14 rows: such A is packed (measured, bf16 prefill
- * 128 x 2048 x 1024 read in place: 290 GFLOP/s at 2 threads, packed: 380).
+ * holds only its ways (8 to 12) of the tile's 14 rows while a register microkernel reads them
+ * word by word: such A is packed (measured, bf16 prefill 128 x 2048 x 1024 read in place: 290
+ * GFLOP/s at 2 threads, packed: 380). A microkernel whose depth step spans whole lines (AMX: 32
+ * bf16 depths, one 64-byte line a row per tile load) is not hurt: in place it gains (128 x 1024
+ * x 2048, 1 thread: 560 GFLOP/s packed, 820 in place).
  */
 #define L1_WAY_BYTES 4096
+#define LINE_BYTES 64
 
 /* Whether the microkernel reads A in place: its rows hold whole depth words contiguously, in distinct L1 sets. */
 static bool reads_a_in_place(const job_t *g, const mag_gemm_kernel_t *k) {
     int64_t b_block = mag_gemm_roundup(mag_gemm_min(g->N, k->nc), k->nr) *
                       mag_gemm_min(mag_gemm_roundup(g->K, k->kq), k->kc) * k->esz;
-    return k->ukr_rows && g->csa == 1 && g->K % k->kq == 0 && b_block <= IN_PLACE_B_BYTES &&
-           (g->rsa * (int64_t)g->es) % L1_WAY_BYTES != 0;
+    bool set_conflicts = (g->rsa * (int64_t)g->es) % L1_WAY_BYTES == 0 && k->kq * k->esz < LINE_BYTES;
+    return k->ukr_rows && g->csa == 1 && g->K % k->kq == 0 && b_block <= IN_PLACE_B_BYTES && !set_conflicts;
 }
 
 /* One register tile: A from its packed panel (lda == 0) or in place (rows lda bytes apart). */
