@@ -127,6 +127,6 @@ static void ukr_rows(int64_t kc, const void *ap, int64_t lda, const void *bp, fl
 }
 
 const mag_gemm_kernel_t KERNEL_NAME = {
-    .mr = MR, .nr = NR, .kq = KB, .esz = 2, .mc = 32 * 8, .kc = 1024, .nc = 1024,
+    .mr = MR, .nr = NR, .kq = KB, .esz = 2, .mc = 32 * 4, .kc = 512, .nc = 512,
     .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr, .ukr_rows = ukr_rows, .epi = EPILOGUE, .enter = enter, .leave = leave,
 };
