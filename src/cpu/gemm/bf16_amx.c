@@ -55,11 +55,12 @@ static void pack_a(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t 
 /* B panel: depth pairs x 32 columns (pack.h), depths padded to whole tiles. */
 static void pack_b(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t rs, int64_t cs, void *dst) {
     (void)dt;
-    int64_t kp = mag_gemm_roundup(k, KB);
+    const int64_t kp = mag_gemm_roundup(k, KB), k2 = mag_gemm_roundup(k, 2);
     uint16_t *d = dst;
+    if (rs == 1)
+        mag_pack_interleave(m, k, x, cs, d, NR, NR * kp);
     for (int64_t i0 = 0; i0 < m; i0 += NR, d += NR * kp) {
-        mag_pack_pairs(mag_gemm_min(NR, m - i0), k, (const uint16_t *)x + i0 * rs, rs, cs, d, NR);
-        int64_t k2 = mag_gemm_roundup(k, 2);
+        if (rs != 1) mag_pack_pairs(mag_gemm_min(NR, m - i0), k, (const uint16_t *)x + i0 * rs, rs, cs, d, NR);
         memset(d + k2 * NR, 0, (size_t)((kp - k2) * NR) * 2);
     }
 }
