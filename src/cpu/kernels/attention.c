@@ -13,11 +13,14 @@
  *    broadcast against a vector of rows (no horizontal sums); scores key-major, s[j][r];
  *  - narrow (decode: a few rows): dot products along E, ATT_JT keys at a time; scores row-major,
  *    s[r][j], so the softmax steps run along the keys as vectors.
+ * On AMX machines the wide scores of bfloat16 keys are tile products instead (att_qk_amx): keys
+ * read in place as A tiles, the item's q rows packed once as B tiles, scaled afterwards.
  * The weighted sum o[r][:] += p[j][r] * v[j][:] runs in register tiles of rows x ATT_EC columns.
  * Split-K (phase 0 with a scratch input) leaves (m, l, o) per split; phase 1 merges them.
  */
 #include "common.h"
 #include "vmath.h"
+#include "../gemm/kernel.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -75,6 +78,7 @@ typedef struct att_plan {
     int64_t ng, ni, nhb, nib, rows, items, nsplit, chunk;
     int64_t offset;
     bool causal, narrow;
+    bool amx; /* wide scores as AMX tile products (bfloat16 keys of unit column stride, E a multiple of 32) */
     float qmul;
     att_kv_t k, v;
     att_ld_fn ld;
@@ -87,6 +91,8 @@ typedef struct att_ws {
     float *k, *v;   /* ATT_BK converted rows of k.pad / v.pad columns (zero padded) */
     float *s;       /* scores, then probabilities: narrow s[r][j] (ATT_BK a row), wide s[j][r] (ATT_R) */
     float *o;       /* ATT_R rows of v.pad */
+    uint16_t *qb;   /* amx: the q rows as B tiles, per 32 depths two tiles (rows 0-15, 16-31) of 16 depth pairs */
+    uint16_t *kb;   /* amx: a last, partial block of keys, zero padded to ATT_BK rows */
     size_t bytes;
     float m[ATT_R], l[ATT_R], mu[ATT_R], alpha[ATT_R];
     int64_t lim[ATT_R];       /* keys row r sees: 0..lim-1 */
@@ -132,15 +138,20 @@ static void att_plan_init(att_plan_t *p, const mag_kernel_args_t *a, att_ld_fn l
     p->chunk = att_round_up((p->lk + p->nsplit - 1) / p->nsplit, ATT_BK);
     p->k = att_kv_of(p, k, p->narrow ? ATT_VL : 1); /* narrow dot products run over whole vectors */
     p->v = att_kv_of(p, v, ATT_EC);
+#if defined(__AMX_BF16__)
+    p->amx = !p->narrow && k->dtype == MAG_DTYPE_BFLOAT16 && k->strides[nb + 2] == 1 && p->e % 32 == 0 &&
+             mag_gemm_path() == MAG_GEMM_AMX;
+#endif
 }
 
 static bool att_ws_init(att_ws_t *w, const att_plan_t *p) {
-    int64_t kp = p->k.pad, vp = p->v.pad;
-    size_t n = (size_t)(ATT_R * kp + ATT_BK * kp + ATT_BK * vp + ATT_BK * ATT_R + ATT_R * vp);
+    int64_t kp = p->k.pad, vp = p->v.pad, n16 = p->amx ? (ATT_R + ATT_BK) * p->e : 0;
+    size_t n = (size_t)(ATT_R * kp + ATT_BK * kp + ATT_BK * vp + ATT_BK * ATT_R + ATT_R * vp + n16 / 2);
     w->bytes = n * sizeof(float);
     w->q = mag_alloc(w->bytes);
     if (!w->q) return false;
     w->k = w->q + ATT_R * kp, w->v = w->k + ATT_BK * kp, w->s = w->v + ATT_BK * vp, w->o = w->s + ATT_BK * ATT_R;
+    w->qb = (uint16_t *)(w->o + ATT_R * vp), w->kb = w->qb + ATT_R * p->e;
     /* the padding is set once: q rows and columns past the item's, k and v columns past E and Ev */
     memset(w->q, 0, (size_t)(ATT_R * kp) * sizeof(float));
     if (kp > p->e) memset(w->k, 0, (size_t)(ATT_BK * kp) * sizeof(float));
@@ -316,7 +327,68 @@ MAG_INLINE void att_narrow_sum(const att_plan_t *p, att_ws_t *w, const uint8_t *
     }
 }
 
+#if defined(__AMX_BF16__)
+/*
+ * Wide scores as tile products: s[j][r] for keys j of one block (rows ldk elements apart, bf16)
+ * against the rows packed in w->qb, 32 keys x 32 rows (four accumulator tiles) at a time, then
+ * scaled by qmul (q is packed unscaled: its bf16 values as they are). A block shorter than
+ * ATT_BK is copied into w->kb first, zero padded, so no tile reads past the keys.
+ */
+static void att_qk_amx(const att_plan_t *p, att_ws_t *w, const uint8_t *k, int64_t ldk, int64_t nj) {
+    const int64_t e = p->e, njp = att_round_up(nj, 32);
+    if (nj < ATT_BK) {
+        for (int64_t j = 0; j < njp; ++j)
+            if (j < nj) memcpy(w->kb + j * e, k + j * ldk * 2, (size_t)e * 2);
+            else memset(w->kb + j * e, 0, (size_t)e * 2);
+        k = (const uint8_t *)w->kb, ldk = e;
+    }
+    const size_t ka = (size_t)ldk * 2, sc = ATT_R * sizeof(float);
+    for (int64_t j0 = 0; j0 < njp; j0 += 32) {
+        const uint8_t *k0 = k + j0 * ka, *k1 = k0 + 16 * ka;
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int64_t x = 0; x < e; x += 32) {
+            const uint16_t *qt = w->qb + x * ATT_R;
+            _tile_loadd(4, k0 + x * 2, ka);
+            _tile_loadd(5, k1 + x * 2, ka);
+            _tile_loadd(6, qt, 64);
+            _tile_loadd(7, qt + 16 * 32, 64);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+        }
+        float *s = w->s + j0 * ATT_R;
+        _tile_stored(0, s, sc);
+        _tile_stored(1, s + 16, sc);
+        _tile_stored(2, s + 16 * ATT_R, sc);
+        _tile_stored(3, s + 16 * ATT_R + 16, sc);
+    }
+    for (int64_t i = 0; i < nj * ATT_R; ++i) w->s[i] *= p->qmul;
+}
+
+/* The item's q rows as B tiles: per 32 depths, rows 0-15 then 16-31, each 16 depth pairs x 16 rows. */
+static void att_pack_q_amx(const att_plan_t *p, att_ws_t *w) {
+    const int64_t stride = p->t[0]->strides[p->nb + 2], pairs = p->e / 2;
+    uint32_t *qb = (uint32_t *)w->qb; /* one word: a depth pair of one row */
+    for (int64_t r = 0; r < ATT_R; ++r) {
+        const uint16_t *q = r < p->rows ? (const uint16_t *)w->qrow[r] : NULL;
+        uint32_t *d = qb + (r / 16) * 256 + r % 16;
+        for (int64_t pp = 0; pp < pairs; ++pp)
+            d[(pp / 16) * 512 + (pp % 16) * 16] = q ? q[2 * pp * stride] | (uint32_t)q[(2 * pp + 1) * stride] << 16 : 0;
+    }
+}
+#endif
+
 static void att_scores(const att_plan_t *p, att_ws_t *w, const uint8_t *k, int64_t ldk, int64_t nj) {
+#if defined(__AMX_BF16__)
+    if (p->amx) {
+        att_qk_amx(p, w, k, ldk, nj);
+        return;
+    }
+#endif
     if (!p->narrow) att_qk_wide(w->s, (const float *)k, ldk, w->q, p->e, nj);
     else if (p->k.kind == ATT_BF16) att_narrow_scores(p, w, k, ldk, nj, ATT_BF16);
     else if (p->k.kind == ATT_F16) att_narrow_scores(p, w, k, ldk, nj, ATT_F16);
@@ -381,6 +453,12 @@ static void att_softmax_cols(const att_plan_t *p, att_ws_t *w, int64_t kb, int64
 }
 
 static void att_load_q(const att_plan_t *p, att_ws_t *w) {
+#if defined(__AMX_BF16__)
+    if (p->amx) {
+        att_pack_q_amx(p, w);
+        return;
+    }
+#endif
     const int64_t stride = p->t[0]->strides[p->nb + 2];
     for (int64_t r = 0; r < p->rows; ++r) {
         float *row = p->narrow ? w->q + r * p->k.pad : w->k; /* wide: a staging row, transposed below */
@@ -432,8 +510,8 @@ static void att_unit(const att_plan_t *p, att_ws_t *w, int64_t item, int64_t spl
     for (int64_t kb = k0; kb < k1; kb += ATT_BK) {
         att_prefetch(p, &p->k, w->kbase, kb + ATT_BK, k1), att_prefetch(p, &p->v, w->vbase, kb + ATT_BK, k1);
         int64_t nj = k1 - kb < ATT_BK ? k1 - kb : ATT_BK, ld;
-        const uint8_t *k = att_block(p, &p->k, w->kbase, w->k, kb, nj, &ld);
-        att_scores(p, w, k, ld, nj);
+        const uint8_t *k = p->amx ? w->kbase + kb * p->k.row * p->es : att_block(p, &p->k, w->kbase, w->k, kb, nj, &ld);
+        att_scores(p, w, k, p->amx ? p->k.row : ld, nj);
         if (p->narrow) att_softmax_rows(p, w, kb, nj);
         else att_softmax_cols(p, w, kb, nj, rp, minlim);
         const uint8_t *v = att_block(p, &p->v, w->vbase, w->v, kb, nj, &ld);
@@ -480,12 +558,15 @@ static void att_run(const mag_kernel_args_t *a, int64_t ti, int64_t nt, att_ld_f
         atomic_store(a->status, MAG_ERR_MEMORY);
         return;
     }
+    const mag_gemm_kernel_t *tiles = p.amx ? mag_gemm_kernel(MAG_GEMM_AMX, MAG_DTYPE_BFLOAT16) : NULL;
+    if (tiles) tiles->enter(); /* the GEMM's tile shapes: 16 rows of 64 bytes each */
     float *partial = p.nsplit > 1 ? (float *)a->in[3]->storage->data + a->in[3]->offset : NULL;
     if (partial && mag_scalar_as_int(a->attrs[6]) == 1) {
         for (int64_t item = ti; item < p.items; item += nt) att_combine(&p, &w, item, partial);
     } else { /* units interleave over threads: causal items late in the sequence cost more */
         for (int64_t u = ti; u < p.items * p.nsplit; u += nt) att_unit(&p, &w, u / p.nsplit, u % p.nsplit, partial);
     }
+    if (tiles) tiles->leave();
     mag_free(w.q, w.bytes);
 }
 
