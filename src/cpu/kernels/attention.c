@@ -13,14 +13,20 @@
  *    broadcast against a vector of rows (no horizontal sums); scores key-major, s[j][r];
  *  - narrow (decode: a few rows): dot products along E, ATT_JT keys at a time; scores row-major,
  *    s[r][j], so the softmax steps run along the keys as vectors.
- * On AMX machines the wide scores of bfloat16 keys are tile products instead (att_qk_amx): keys
- * read in place as A tiles, the item's q rows packed once as B tiles, scaled afterwards.
+ * On AMX machines the wide path of bfloat16 operands runs on tiles instead: scores (att_qk_amx)
+ * with keys read in place as A tiles against the item's q rows packed once as B tiles, scaled
+ * afterwards; the weighted sum (att_pv_amx) with the probabilities rounded to bfloat16 as A tiles
+ * and each block of values packed as depth pairs, accumulating in o. Tiles treat bfloat16
+ * subnormals as zero.
  * The weighted sum o[r][:] += p[j][r] * v[j][:] runs in register tiles of rows x ATT_EC columns.
  * Split-K (phase 0 with a scratch input) leaves (m, l, o) per split; phase 1 merges them.
  */
 #include "common.h"
 #include "vmath.h"
 #include "../gemm/kernel.h"
+#if defined(__AMX_BF16__)
+#include "../gemm/avx512.h"
+#endif
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -78,7 +84,8 @@ typedef struct att_plan {
     int64_t ng, ni, nhb, nib, rows, items, nsplit, chunk;
     int64_t offset;
     bool causal, narrow;
-    bool amx; /* wide scores as AMX tile products (bfloat16 keys of unit column stride, E a multiple of 32) */
+    bool amx;    /* wide scores as AMX tile products (bfloat16 keys of unit column stride, E a multiple of 32) */
+    bool amx_pv; /* and the weighted sum (values likewise, Ev a multiple of 32) */
     float qmul;
     att_kv_t k, v;
     att_ld_fn ld;
@@ -93,6 +100,8 @@ typedef struct att_ws {
     float *o;       /* ATT_R rows of v.pad */
     uint16_t *qb;   /* amx: the q rows as B tiles, per 32 depths two tiles (rows 0-15, 16-31) of 16 depth pairs */
     uint16_t *kb;   /* amx: a last, partial block of keys, zero padded to ATT_BK rows */
+    uint16_t *pb;   /* amx_pv: the block's probabilities, ATT_R rows of ATT_BK keys */
+    uint16_t *vb;   /* amx_pv: the block's values as 16-column panels of key pairs */
     size_t bytes;
     float m[ATT_R], l[ATT_R], mu[ATT_R], alpha[ATT_R];
     int64_t lim[ATT_R];       /* keys row r sees: 0..lim-1 */
@@ -141,17 +150,20 @@ static void att_plan_init(att_plan_t *p, const mag_kernel_args_t *a, att_ld_fn l
 #if defined(__AMX_BF16__)
     p->amx = !p->narrow && k->dtype == MAG_DTYPE_BFLOAT16 && k->strides[nb + 2] == 1 && p->e % 32 == 0 &&
              mag_gemm_path() == MAG_GEMM_AMX;
+    p->amx_pv = p->amx && v->strides[nb + 2] == 1 && p->ev % 32 == 0;
 #endif
 }
 
 static bool att_ws_init(att_ws_t *w, const att_plan_t *p) {
     int64_t kp = p->k.pad, vp = p->v.pad, n16 = p->amx ? (ATT_R + ATT_BK) * p->e : 0;
+    if (p->amx_pv) n16 += ATT_R * ATT_BK + ATT_BK * p->ev;
     size_t n = (size_t)(ATT_R * kp + ATT_BK * kp + ATT_BK * vp + ATT_BK * ATT_R + ATT_R * vp + n16 / 2);
     w->bytes = n * sizeof(float);
     w->q = mag_alloc(w->bytes);
     if (!w->q) return false;
     w->k = w->q + ATT_R * kp, w->v = w->k + ATT_BK * kp, w->s = w->v + ATT_BK * vp, w->o = w->s + ATT_BK * ATT_R;
     w->qb = (uint16_t *)(w->o + ATT_R * vp), w->kb = w->qb + ATT_R * p->e;
+    w->pb = w->kb + ATT_BK * p->e, w->vb = w->pb + ATT_R * ATT_BK;
     /* the padding is set once: q rows and columns past the item's, k and v columns past E and Ev */
     memset(w->q, 0, (size_t)(ATT_R * kp) * sizeof(float));
     if (kp > p->e) memset(w->k, 0, (size_t)(ATT_BK * kp) * sizeof(float));
@@ -369,15 +381,77 @@ static void att_qk_amx(const att_plan_t *p, att_ws_t *w, const uint8_t *k, int64
     for (int64_t i = 0; i < nj * ATT_R; ++i) w->s[i] *= p->qmul;
 }
 
-/* The item's q rows as B tiles: per 32 depths, rows 0-15 then 16-31, each 16 depth pairs x 16 rows. */
+/*
+ * The item's q rows as B tiles: per 32 depths, rows 0-15 then 16-31, each 16 depth pairs x 16
+ * rows. One word is a depth pair of one row; rows of unit stride go 16 x 16 words through the
+ * vector transposition.
+ */
 static void att_pack_q_amx(const att_plan_t *p, att_ws_t *w) {
     const int64_t stride = p->t[0]->strides[p->nb + 2], pairs = p->e / 2;
-    uint32_t *qb = (uint32_t *)w->qb; /* one word: a depth pair of one row */
-    for (int64_t r = 0; r < ATT_R; ++r) {
-        const uint16_t *q = r < p->rows ? (const uint16_t *)w->qrow[r] : NULL;
-        uint32_t *d = qb + (r / 16) * 256 + r % 16;
-        for (int64_t pp = 0; pp < pairs; ++pp)
-            d[(pp / 16) * 512 + (pp % 16) * 16] = q ? q[2 * pp * stride] | (uint32_t)q[(2 * pp + 1) * stride] << 16 : 0;
+    uint32_t *qb = (uint32_t *)w->qb;
+    const uint16_t *row[ATT_R];
+    for (int r = 0; r < ATT_R; ++r) row[r] = r < p->rows ? (const uint16_t *)w->qrow[r] : NULL;
+    if (stride != 1) {
+        for (int64_t r = 0; r < ATT_R; ++r)
+            for (int64_t pp = 0; pp < pairs; ++pp)
+                qb[(pp / 16) * 512 + (r / 16) * 256 + (pp % 16) * 16 + r % 16] =
+                    row[r] ? row[r][2 * pp * stride] | (uint32_t)row[r][(2 * pp + 1) * stride] << 16 : 0;
+        return;
+    }
+    for (int64_t b = 0; b < pairs / 16; ++b)
+        for (int h = 0; h < 2; ++h) {
+            __m512i t[16];
+            for (int i = 0; i < 16; ++i)
+                t[i] = row[16 * h + i] ? _mm512_loadu_si512(row[16 * h + i] + 32 * b) : _mm512_setzero_si512();
+            mag_transpose16(t);
+            for (int q = 0; q < 16; ++q) _mm512_storeu_si512(qb + b * 512 + h * 256 + q * 16, t[q]);
+        }
+}
+
+/* Probabilities s[j][r] of keys [0, nj) as bfloat16 rows pb[r][0, njp) (keys past nj zero), 16 x 16 at a time. */
+static void att_pack_p_amx(att_ws_t *w, int64_t nj, int64_t njp) {
+    for (int64_t j0 = 0; j0 < njp; j0 += 16)
+        for (int r0 = 0; r0 < ATT_R; r0 += 16) {
+            __m512i t[16];
+            for (int i = 0; i < 16; ++i)
+                t[i] = j0 + i < nj ? _mm512_loadu_si512(w->s + (j0 + i) * ATT_R + r0) : _mm512_setzero_si512();
+            mag_transpose16(t);
+            for (int q = 0; q < 16; ++q)
+                _mm256_storeu_si256((__m256i *)(w->pb + (r0 + q) * ATT_BK + j0),
+                                    (__m256i)_mm512_cvtneps_pbh(_mm512_castsi512_ps(t[q])));
+        }
+}
+
+/* o[r][:] += sum_j p[j][r] * v[j][:] on tiles: 32 rows x 32 columns of o (four tiles) at a time. */
+static void att_pv_amx(const att_plan_t *p, att_ws_t *w, const uint8_t *v, int64_t ldv, int64_t nj) {
+    const int64_t ev = p->ev, njp = att_round_up(nj, 32), nj2 = att_round_up(nj, 2), panel = 16 * njp;
+    mag_pack_interleave(ev, nj, (const uint16_t *)v, ldv, w->vb, 16, panel);
+    if (nj2 < njp) /* key pairs past the block: zero, not whatever the buffer held (0 * NaN is NaN) */
+        for (int64_t c = 0; c < ev; c += 16) memset(w->vb + c * njp + nj2 * 16, 0, (size_t)((njp - nj2) * 16) * 2);
+    att_pack_p_amx(w, nj, njp);
+    const int64_t ldo = p->v.pad;
+    const size_t so = (size_t)ldo * sizeof(float), sp = ATT_BK * 2;
+    for (int64_t c0 = 0; c0 < ev; c0 += 32) {
+        float *o = w->o + c0;
+        const uint16_t *v0 = w->vb + c0 * njp, *v1 = v0 + panel;
+        _tile_loadd(0, o, so);
+        _tile_loadd(1, o + 16, so);
+        _tile_loadd(2, o + 16 * ldo, so);
+        _tile_loadd(3, o + 16 * ldo + 16, so);
+        for (int64_t j0 = 0; j0 < njp; j0 += 32) {
+            _tile_loadd(4, w->pb + j0, sp);
+            _tile_loadd(5, w->pb + 16 * ATT_BK + j0, sp);
+            _tile_loadd(6, v0 + j0 * 16, 64);
+            _tile_loadd(7, v1 + j0 * 16, 64);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+        }
+        _tile_stored(0, o, so);
+        _tile_stored(1, o + 16, so);
+        _tile_stored(2, o + 16 * ldo, so);
+        _tile_stored(3, o + 16 * ldo + 16, so);
     }
 }
 #endif
@@ -396,6 +470,12 @@ static void att_scores(const att_plan_t *p, att_ws_t *w, const uint8_t *k, int64
 }
 
 static void att_weighted_sum(const att_plan_t *p, att_ws_t *w, const uint8_t *v, int64_t ldv, int64_t nj, int64_t rp) {
+#if defined(__AMX_BF16__)
+    if (p->amx_pv) {
+        att_pv_amx(p, w, v, ldv, nj);
+        return;
+    }
+#endif
     if (!p->narrow) att_pv(w->o, p->v.pad, w->s, ATT_R, 1, v, ldv, nj, rp, ATT_PV_ROWS, ATT_F32);
     else if (p->v.kind == ATT_BF16) att_narrow_sum(p, w, v, ldv, nj, ATT_BF16);
     else if (p->v.kind == ATT_F16) att_narrow_sum(p, w, v, ldv, nj, ATT_F16);
@@ -514,8 +594,8 @@ static void att_unit(const att_plan_t *p, att_ws_t *w, int64_t item, int64_t spl
         att_scores(p, w, k, p->amx ? p->k.row : ld, nj);
         if (p->narrow) att_softmax_rows(p, w, kb, nj);
         else att_softmax_cols(p, w, kb, nj, rp, minlim);
-        const uint8_t *v = att_block(p, &p->v, w->vbase, w->v, kb, nj, &ld);
-        att_weighted_sum(p, w, v, ld, nj, rp);
+        const uint8_t *v = p->amx_pv ? w->vbase + kb * p->v.row * p->es : att_block(p, &p->v, w->vbase, w->v, kb, nj, &ld);
+        att_weighted_sum(p, w, v, p->amx_pv ? p->v.row : ld, nj, rp);
     }
     const int64_t ostride = p->t[3]->strides[p->nb + 2];
     for (int64_t r = 0; r < p->rows; ++r) {
