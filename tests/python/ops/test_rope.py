@@ -41,6 +41,20 @@ def test_rope_matches_the_composition(mdt, tdt, tol, interleaved) -> None:
     np.testing.assert_allclose(to_torch(got).double().numpy(), expect.numpy(), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("d", [128, 40])  # Qwen3's head size, and one off the vector widths
+@pytest.mark.parametrize("tdt", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_rope_rounds_like_torchs_unfused_expression(tdt, d: int) -> None:
+    """Each product and the sum round to the dtype, as torch's x * cos + rotate_half(x) * sin does:
+    bit for bit (what keeps the bfloat16 models on transformers' track)."""
+    x = torch.randn(1, 4, 6, d, generator=torch.Generator().manual_seed(1)).to(tdt)
+    cos, sin = (t.to(tdt) for t in F_angles(6, d))
+    got = F.rope(mag.Tensor.from_dlpack(x), mag.Tensor.from_dlpack(cos), mag.Tensor.from_dlpack(sin))
+    h = d // 2
+    a, b = x[..., :h], x[..., h:]
+    expect = torch.cat([a * cos - b * sin, b * cos + a * sin], dim=-1)
+    assert torch.equal(to_torch(got), expect)
+
+
 def F_angles(t: int, d: int) -> tuple[torch.Tensor, torch.Tensor]:
     cos, sin = F.rope_frequencies(t, d, theta=10000.0)
     return to_torch(cos), to_torch(sin)
