@@ -13,11 +13,11 @@
  *    broadcast against a vector of rows (no horizontal sums); scores key-major, s[j][r];
  *  - narrow (decode: a few rows): dot products along E, ATT_JT keys at a time; scores row-major,
  *    s[r][j], so the softmax steps run along the keys as vectors.
- * On AMX machines the wide path of bfloat16 operands runs on tiles instead: scores (att_qk_amx)
- * with keys read in place as A tiles against the item's q rows packed once as B tiles, scaled
- * afterwards; the weighted sum (att_pv_amx) with the probabilities rounded to bfloat16 as A tiles
- * and each block of values packed as depth pairs, accumulating in o. Tiles treat bfloat16
- * subnormals as zero.
+ * On AMX machines the wide path of bfloat16 operands runs the GEMM's tile microkernel instead:
+ * scores (att_qk_amx) with keys read in place as A rows against the item's q rows packed once as
+ * a B panel, scaled afterwards; the weighted sum (att_pv_amx) with the probabilities rounded to
+ * bfloat16 as A rows and each block of values packed as depth pairs, accumulating in o. Tiles
+ * treat bfloat16 subnormals as zero.
  * The weighted sum o[r][:] += p[j][r] * v[j][:] runs in register tiles of rows x ATT_EC columns.
  * Split-K (phase 0 with a scratch input) leaves (m, l, o) per split; phase 1 merges them.
  */
@@ -86,6 +86,7 @@ typedef struct att_plan {
     bool causal, narrow;
     bool amx;    /* wide scores as AMX tile products (bfloat16 keys of unit column stride, E a multiple of 32) */
     bool amx_pv; /* and the weighted sum (values likewise, Ev a multiple of 32) */
+    const mag_gemm_kernel_t *tiles; /* amx: the GEMM's AMX kernel, whose microkernel both products run */
     float qmul;
     att_kv_t k, v;
     att_ld_fn ld;
@@ -98,10 +99,10 @@ typedef struct att_ws {
     float *k, *v;   /* ATT_BK converted rows of k.pad / v.pad columns (zero padded) */
     float *s;       /* scores, then probabilities: narrow s[r][j] (ATT_BK a row), wide s[j][r] (ATT_R) */
     float *o;       /* ATT_R rows of v.pad */
-    uint16_t *qb;   /* amx: the q rows as B tiles, per 32 depths two tiles (rows 0-15, 16-31) of 16 depth pairs */
+    uint16_t *qb;   /* amx: the q rows as a B panel: depth pairs x ATT_R rows */
     uint16_t *kb;   /* amx: a last, partial block of keys, zero padded to ATT_BK rows */
     uint16_t *pb;   /* amx_pv: the block's probabilities, ATT_R rows of ATT_BK keys */
-    uint16_t *vb;   /* amx_pv: the block's values as 16-column panels of key pairs */
+    uint16_t *vb;   /* amx_pv: the block's values as 32-column panels of key pairs */
     size_t bytes;
     float m[ATT_R], l[ATT_R], mu[ATT_R], alpha[ATT_R];
     int64_t lim[ATT_R];       /* keys row r sees: 0..lim-1 */
@@ -151,6 +152,7 @@ static void att_plan_init(att_plan_t *p, const mag_kernel_args_t *a, att_ld_fn l
     p->amx = !p->narrow && k->dtype == MAG_DTYPE_BFLOAT16 && k->strides[nb + 2] == 1 && p->e % 32 == 0 &&
              mag_gemm_path() == MAG_GEMM_AMX;
     p->amx_pv = p->amx && v->strides[nb + 2] == 1 && p->ev % 32 == 0;
+    p->tiles = p->amx ? mag_gemm_kernel(MAG_GEMM_AMX, MAG_DTYPE_BFLOAT16) : NULL;
 #endif
 }
 
@@ -341,10 +343,12 @@ MAG_INLINE void att_narrow_sum(const att_plan_t *p, att_ws_t *w, const uint8_t *
 
 #if defined(__AMX_BF16__)
 /*
- * Wide scores as tile products: s[j][r] for keys j of one block (rows ldk elements apart, bf16)
- * against the rows packed in w->qb, 32 keys x 32 rows (four accumulator tiles) at a time, then
- * scaled by qmul (q is packed unscaled: its bf16 values as they are). A block shorter than
- * ATT_BK is copied into w->kb first, zero padded, so no tile reads past the keys.
+ * The AMX paths run the GEMM's in-place microkernel (ukr_rows: a 32 x 32 float32 tile of C, A
+ * rows lda bytes apart, B a panel of 32 columns in depth pairs, depths in steps of 32). Wide
+ * scores: s[j][r] for keys j of one block (rows ldk elements apart, bf16) against the q rows
+ * packed in w->qb, 32 keys at a time, then scaled by qmul (q is packed unscaled: its bf16 values
+ * as they are). A block shorter than ATT_BK is copied into w->kb first, zero padded, so no tile
+ * reads past the keys.
  */
 static void att_qk_amx(const att_plan_t *p, att_ws_t *w, const uint8_t *k, int64_t ldk, int64_t nj) {
     const int64_t e = p->e, njp = att_round_up(nj, 32);
@@ -354,37 +358,14 @@ static void att_qk_amx(const att_plan_t *p, att_ws_t *w, const uint8_t *k, int64
             else memset(w->kb + j * e, 0, (size_t)e * 2);
         k = (const uint8_t *)w->kb, ldk = e;
     }
-    const size_t ka = (size_t)ldk * 2, sc = ATT_R * sizeof(float);
-    for (int64_t j0 = 0; j0 < njp; j0 += 32) {
-        const uint8_t *k0 = k + j0 * ka, *k1 = k0 + 16 * ka;
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        for (int64_t x = 0; x < e; x += 32) {
-            const uint16_t *qt = w->qb + x * ATT_R;
-            _tile_loadd(4, k0 + x * 2, ka);
-            _tile_loadd(5, k1 + x * 2, ka);
-            _tile_loadd(6, qt, 64);
-            _tile_loadd(7, qt + 16 * 32, 64);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
-        }
-        float *s = w->s + j0 * ATT_R;
-        _tile_stored(0, s, sc);
-        _tile_stored(1, s + 16, sc);
-        _tile_stored(2, s + 16 * ATT_R, sc);
-        _tile_stored(3, s + 16 * ATT_R + 16, sc);
-    }
+    for (int64_t j0 = 0; j0 < njp; j0 += 32)
+        p->tiles->ukr_rows(e, k + j0 * ldk * 2, ldk * 2, w->qb, w->s + j0 * ATT_R, ATT_R, false);
     for (int64_t i = 0; i < nj * ATT_R; ++i) w->s[i] *= p->qmul;
 }
 
 /*
- * The item's q rows as B tiles: per 32 depths, rows 0-15 then 16-31, each 16 depth pairs x 16
- * rows. One word is a depth pair of one row; rows of unit stride go 16 x 16 words through the
- * vector transposition.
+ * The item's q rows as one B panel: depth pair pp of row r is the word at pp * ATT_R + r. Rows
+ * of unit stride go 16 x 16 words through the vector transposition.
  */
 static void att_pack_q_amx(const att_plan_t *p, att_ws_t *w) {
     const int64_t stride = p->t[0]->strides[p->nb + 2], pairs = p->e / 2;
@@ -394,17 +375,17 @@ static void att_pack_q_amx(const att_plan_t *p, att_ws_t *w) {
     if (stride != 1) {
         for (int64_t r = 0; r < ATT_R; ++r)
             for (int64_t pp = 0; pp < pairs; ++pp)
-                qb[(pp / 16) * 512 + (r / 16) * 256 + (pp % 16) * 16 + r % 16] =
+                qb[pp * ATT_R + r] =
                     row[r] ? row[r][2 * pp * stride] | (uint32_t)row[r][(2 * pp + 1) * stride] << 16 : 0;
         return;
     }
-    for (int64_t b = 0; b < pairs / 16; ++b)
-        for (int h = 0; h < 2; ++h) {
+    for (int64_t b = 0; b < pairs; b += 16)
+        for (int h = 0; h < ATT_R; h += 16) {
             __m512i t[16];
             for (int i = 0; i < 16; ++i)
-                t[i] = row[16 * h + i] ? _mm512_loadu_si512(row[16 * h + i] + 32 * b) : _mm512_setzero_si512();
+                t[i] = row[h + i] ? _mm512_loadu_si512(row[h + i] + 2 * b) : _mm512_setzero_si512();
             mag_transpose16(t);
-            for (int q = 0; q < 16; ++q) _mm512_storeu_si512(qb + b * 512 + h * 256 + q * 16, t[q]);
+            for (int q = 0; q < 16; ++q) _mm512_storeu_si512(qb + (b + q) * ATT_R + h, t[q]);
         }
 }
 
@@ -422,37 +403,15 @@ static void att_pack_p_amx(att_ws_t *w, int64_t nj, int64_t njp) {
         }
 }
 
-/* o[r][:] += sum_j p[j][r] * v[j][:] on tiles: 32 rows x 32 columns of o (four tiles) at a time. */
+/* o[r][:] += sum_j p[j][r] * v[j][:]: the probabilities as A rows, the values as B panels of 32 columns. */
 static void att_pv_amx(const att_plan_t *p, att_ws_t *w, const uint8_t *v, int64_t ldv, int64_t nj) {
-    const int64_t ev = p->ev, njp = att_round_up(nj, 32), nj2 = att_round_up(nj, 2), panel = 16 * njp;
-    mag_pack_interleave(ev, nj, (const uint16_t *)v, ldv, w->vb, 16, panel);
+    const int64_t ev = p->ev, njp = att_round_up(nj, 32), nj2 = att_round_up(nj, 2), panel = 32 * njp;
+    mag_pack_interleave(ev, nj, (const uint16_t *)v, ldv, w->vb, 32, panel);
     if (nj2 < njp) /* key pairs past the block: zero, not whatever the buffer held (0 * NaN is NaN) */
-        for (int64_t c = 0; c < ev; c += 16) memset(w->vb + c * njp + nj2 * 16, 0, (size_t)((njp - nj2) * 16) * 2);
+        for (int64_t c = 0; c < ev; c += 32) memset(w->vb + c * njp + nj2 * 32, 0, (size_t)((njp - nj2) * 32) * 2);
     att_pack_p_amx(w, nj, njp);
-    const int64_t ldo = p->v.pad;
-    const size_t so = (size_t)ldo * sizeof(float), sp = ATT_BK * 2;
-    for (int64_t c0 = 0; c0 < ev; c0 += 32) {
-        float *o = w->o + c0;
-        const uint16_t *v0 = w->vb + c0 * njp, *v1 = v0 + panel;
-        _tile_loadd(0, o, so);
-        _tile_loadd(1, o + 16, so);
-        _tile_loadd(2, o + 16 * ldo, so);
-        _tile_loadd(3, o + 16 * ldo + 16, so);
-        for (int64_t j0 = 0; j0 < njp; j0 += 32) {
-            _tile_loadd(4, w->pb + j0, sp);
-            _tile_loadd(5, w->pb + 16 * ATT_BK + j0, sp);
-            _tile_loadd(6, v0 + j0 * 16, 64);
-            _tile_loadd(7, v1 + j0 * 16, 64);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
-        }
-        _tile_stored(0, o, so);
-        _tile_stored(1, o + 16, so);
-        _tile_stored(2, o + 16 * ldo, so);
-        _tile_stored(3, o + 16 * ldo + 16, so);
-    }
+    for (int64_t c0 = 0; c0 < ev; c0 += 32)
+        p->tiles->ukr_rows(njp, w->pb, ATT_BK * 2, w->vb + c0 * njp, w->o + c0, p->v.pad, true);
 }
 #endif
 
@@ -638,15 +597,14 @@ static void att_run(const mag_kernel_args_t *a, int64_t ti, int64_t nt, att_ld_f
         atomic_store(a->status, MAG_ERR_MEMORY);
         return;
     }
-    const mag_gemm_kernel_t *tiles = p.amx ? mag_gemm_kernel(MAG_GEMM_AMX, MAG_DTYPE_BFLOAT16) : NULL;
-    if (tiles) tiles->enter(); /* the GEMM's tile shapes: 16 rows of 64 bytes each */
+    if (p.tiles) p.tiles->enter();
     float *partial = p.nsplit > 1 ? (float *)a->in[3]->storage->data + a->in[3]->offset : NULL;
     if (partial && mag_scalar_as_int(a->attrs[6]) == 1) {
         for (int64_t item = ti; item < p.items; item += nt) att_combine(&p, &w, item, partial);
     } else { /* units interleave over threads: causal items late in the sequence cost more */
         for (int64_t u = ti; u < p.items * p.nsplit; u += nt) att_unit(&p, &w, u / p.nsplit, u % p.nsplit, partial);
     }
-    if (tiles) tiles->leave();
+    if (p.tiles) p.tiles->leave();
     mag_free(w.q, w.bytes);
 }
 
