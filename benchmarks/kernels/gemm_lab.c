@@ -8,6 +8,7 @@
  * Layout letters: A then B, n = row-major, t = transposed (column-major); "nt" is x @ W.T.
  * Without sizes: square n = 256 ... 4096.
  */
+#include "cpu/cpuinfo.h"
 #include "cpu/gemm/kernel.h"
 
 #include <stdio.h>
@@ -92,8 +93,9 @@ int main(int argc, char **argv) {
             sizes[n_sizes][0] = sizes[n_sizes][1] = sizes[n_sizes][2] = n;
     mag_gemm_kernel_t k = *mag_gemm_kernel(path, dt);
     if (mc) k.mc = mc, k.kc = kc, k.nc = nc;
-    printf("path %s, microkernel %dx%d, blocks mc=%lld kc=%lld nc=%lld\n", mag_gemm_path_name(path), k.mr, k.nr,
-           (long long)k.mc, (long long)k.kc, (long long)k.nc);
+    printf("path %s, microkernel %dx%d, blocks mc=%lld kc=%lld nc=%lld; L1d %u-way, L2 %llu KiB\n",
+           mag_gemm_path_name(path), k.mr, k.nr, (long long)k.mc, (long long)k.kc, (long long)k.nc,
+           mag_cpu_id()->l1d_ways, (unsigned long long)(mag_cpu_id()->l2_bytes >> 10));
     for (int i = 0; i < n_sizes; ++i)
         run(&k, mag_gemv_kernel(path), dt, layout, sizes[i][0], sizes[i][1], sizes[i][2], reps);
     return 0;

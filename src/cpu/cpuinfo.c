@@ -51,6 +51,18 @@ static bool amx_permitted(void) {
 
 #define BIT(r, n) (((r) >> (n)) & 1u)
 
+/* The L1 data and L2 caches from the deterministic cache parameters (Intel leaf 4, AMD 0x8000001D). */
+static void detect_caches(mag_cpu_id_t *id, uint32_t leaf) {
+    for (uint32_t sub = 0; sub < 16; ++sub) {
+        regs_t r = cpuid(leaf, sub);
+        uint32_t type = r.a & 0x1F, level = (r.a >> 5) & 0x7;
+        if (type == 0) break;
+        uint32_t ways = (r.b >> 22) + 1, parts = ((r.b >> 12) & 0x3FF) + 1, line = (r.b & 0xFFF) + 1;
+        if (level == 1 && type == 1) id->l1d_ways = ways;
+        if (level == 2) id->l2_bytes = (uint64_t)ways * parts * line * ((uint64_t)r.c + 1);
+    }
+}
+
 static void detect(mag_cpu_id_t *id) {
     uint32_t max_leaf = __get_cpuid_max(0, NULL);
     regs_t r0 = cpuid(0, 0);
@@ -65,6 +77,12 @@ static void detect(mag_cpu_id_t *id) {
         }
         const char *s = brand + strspn(brand, " ");
         snprintf(id->brand, sizeof(id->brand), "%s", s);
+    }
+    uint32_t max_ext = __get_cpuid_max(0x80000000u, NULL);
+    if (memcmp(id->vendor, "AuthenticAMD", 12) == 0) {
+        if (max_ext >= 0x8000001Du && BIT(cpuid(0x80000001u, 0).c, 22)) detect_caches(id, 0x8000001Du);
+    } else if (max_leaf >= 4) {
+        detect_caches(id, 4);
     }
     regs_t r1 = max_leaf >= 1 ? cpuid(1, 0) : (regs_t){0, 0, 0, 0};
     regs_t r7 = max_leaf >= 7 ? cpuid(7, 0) : (regs_t){0, 0, 0, 0};

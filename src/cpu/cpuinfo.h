@@ -30,6 +30,8 @@ typedef struct mag_cpu_id {
     char brand[64];  /* the marketing name, e.g. "AMD EPYC 9654 96-Core Processor" */
     uint32_t family, model, stepping;
     uint64_t features; /* MAG_CPUF bits usable by this process */
+    uint32_t l1d_ways; /* the L1 data cache's associativity, 0 if unknown */
+    uint64_t l2_bytes; /* one core's L2, 0 if unknown */
 } mag_cpu_id_t;
 
 /* Detected once (the first call also asks Linux for AMX tile state); never NULL. */

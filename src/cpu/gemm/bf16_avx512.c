@@ -13,28 +13,13 @@ MAG_GEMM_PACKERS(PACK, MR, NR)
 #define BCAST(w) _mm512_castsi512_ps(_mm512_set1_epi32((int)(w)))
 #define MAC(acc, a, b) _mm512_dpbf16_ps(acc, (__m512bh)(a), (__m512bh)(b))
 MAG_GEMM_UKR(ukr, MR, NV, 2, mag_gemm_u32, _mm512, __m512, 16, BCAST, MAC)
+MAG_GEMM_UKR_SHORT14(ukr, NV, 2, mag_gemm_u32, _mm512, __m512, 16, BCAST, MAC)
 
-/*
- * Row i of an in-place A tile from three bases five rows apart, so that every row is a base
- * plus lda times 0, 1, 2 or 4, or plus 3 * lda: x86 addressing modes, not 14 live pointers.
- */
-#define ROW_WORD(i)                                                                                                    \
-    (*(const mag_gemm_u32 *)((i) < 5 ? row_at(a0, (i), lda, l3) : (i) < 10 ? row_at(a5, (i) - 5, lda, l3)            \
-                                                                           : row_at(a10, (i) - 10, lda, l3)))
-static inline const uint8_t *row_at(const uint8_t *base, int i, int64_t lda, int64_t l3) {
-    return i == 3 ? base + l3 : base + i * lda;
-}
-
-static void ukr_rows(int64_t kc, const void *ap, int64_t lda, const void *bp, float *c, int64_t ldc, bool acc) {
-    const uint8_t *a0 = ap, *a5 = a0 + 5 * lda, *a10 = a5 + 5 * lda;
-    const int64_t l3 = 3 * lda;
-    const float *b = bp;
-    MAG_GEMM_UKR_BODY(MR, NV, 2, _mm512, __m512, 16, ROW_WORD, (a0 += 4, a5 += 4, a10 += 4), BCAST, MAC)
-}
+MAG_GEMM_UKR_IN_PLACE14(ukr_rows, NV, 2, _mm512, __m512, 16, BCAST, MAC)
 
 const mag_gemm_kernel_t mag_gemm_bf16_avx512 = {
     .mr = MR, .nr = NR, .kq = 2, .esz = 2, .mc = 14 * 6, .kc = 1024, .nc = 512,
-    .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr, .ukr_rows = ukr_rows,
+    .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr, .ukr_rows = ukr_rows, .ukr_short = ukr_short,
     .epi = mag_gemm_epilogue_avx512,
 };
 

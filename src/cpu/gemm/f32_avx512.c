@@ -6,18 +6,18 @@
 #include "pack.h"
 #include "avx512.h"
 
-/* n contiguous elements to float32; masked loads take the tail. */
-static void cvt_row(mag_dtype_t dt, const void *src, int64_t n, float *dst) {
-    if (dt == MAG_DTYPE_FLOAT32) {
-        memcpy(dst, src, (size_t)n * sizeof(float));
-        return;
-    }
-    const uint16_t *h = src;
+/* n contiguous elements to float32; masked loads take the tail (packing copies a panel's 32 at a time, inline). */
+static inline void cvt_row(mag_dtype_t dt, const void *src, int64_t n, float *dst) {
     for (int64_t i = 0; i < n; i += 16) {
-        __mmask16 m = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1);
-        __m256i v = _mm256_maskz_loadu_epi16(m, h + i);
-        __m512 f = dt == MAG_DTYPE_FLOAT16 ? _mm512_cvtph_ps(v)
-                                           : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+        __mmask16 m = mag_tail_mask(n - i);
+        __m512 f;
+        if (dt == MAG_DTYPE_FLOAT32) {
+            f = _mm512_maskz_loadu_ps(m, (const float *)src + i);
+        } else {
+            __m256i v = _mm256_maskz_loadu_epi16(m, (const uint16_t *)src + i);
+            f = dt == MAG_DTYPE_FLOAT16 ? _mm512_cvtph_ps(v)
+                                        : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+        }
         _mm512_mask_storeu_ps(dst + i, m, f);
     }
 }
@@ -131,8 +131,11 @@ static inline __attribute__((always_inline)) void pack(mag_dtype_t dt, int64_t m
 
 MAG_GEMM_PACKERS(pack, MR, NR)
 MAG_GEMM_UKR_F32(ukr, MR, NV, _mm512, __m512, 16)
+MAG_GEMM_UKR_F32_SHORT14(ukr, NV, _mm512, __m512, 16)
+MAG_GEMM_UKR_F32_IN_PLACE14(ukr, NV, _mm512, __m512, 16)
 
 const mag_gemm_kernel_t mag_gemm_f32_avx512 = {
-    .mr = MR, .nr = NR, .kq = 1, .esz = 4, .mc = 14 * 6, .kc = 512, .nc = 1024,
-    .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr, .epi = mag_gemm_epilogue_avx512,
+    .mr = MR, .nr = NR, .kq = 1, .esz = 4, .mc = 14 * 6, .kc = 256, .nc = 1024,
+    .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr, .ukr_rows = ukr_rows, .ukr_short = ukr_short,
+    .epi = mag_gemm_epilogue_avx512,
 };

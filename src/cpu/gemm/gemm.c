@@ -5,6 +5,7 @@
  */
 #include "kernel.h"
 #include "core/internal.h"
+#include "cpu/cpuinfo.h"
 #include "cpu/iter.h"
 
 #include <pthread.h>
@@ -88,40 +89,60 @@ typedef struct job {
 #define IN_PLACE_B_BYTES ((int64_t)512 << 10)
 
 /*
- * An L1 way (sets x line size). Rows of A a multiple of it apart all fall into one L1 set, which
- * holds only its ways (8 to 12) of the tile's 14 rows while a register microkernel reads them
- * word by word: such A is packed (measured, bf16 prefill 128 x 2048 x 1024 read in place: 290
- * GFLOP/s at 2 threads, packed: 380). A microkernel whose depth step spans whole lines (AMX: 32
- * bf16 depths, one 64-byte line a row per tile load) is not hurt: in place it gains (128 x 1024
- * x 2048, 1 thread: 560 GFLOP/s packed, 820 in place).
+ * An L1 way (sets x line size). Rows of A a multiple of it apart all fall into one L1 set, and a
+ * register microkernel reads its 14 tile rows word by word. Where the L1 has fewer than 12 ways
+ * they evict each other, and such A is packed (measured on an earlier machine: bf16 prefill
+ * 128 x 2048 x 1024 read in place 290 GFLOP/s at 2 threads, packed 380). A 12-way L1 keeps
+ * them (Sapphire Rapids, float32 x @ W.T 128 x 3072 x 1024 with the weights cold, 1 thread:
+ * packed 124 GFLOP/s, in place 150), and a microkernel whose depth step spans whole lines (AMX:
+ * 32 bf16 depths, one 64-byte line a row per tile load) is not hurt anywhere.
  */
 #define L1_WAY_BYTES 4096
 #define LINE_BYTES 64
+#define L1_WAYS_FOR_A_TILE 12
 
-/* Whether the microkernel reads A in place: its rows hold whole depth words contiguously, in distinct L1 sets. */
+/*
+ * Whether the microkernel reads A in place: its rows hold whole depth words contiguously, in
+ * distinct L1 sets, in the packed element type (the float32 kernel widens float16 while packing).
+ */
 static bool reads_a_in_place(const job_t *g, const mag_gemm_kernel_t *k) {
     int64_t b_block = mag_gemm_roundup(mag_gemm_min(g->N, k->nc), k->nr) *
                       mag_gemm_min(mag_gemm_roundup(g->K, k->kq), k->kc) * k->esz;
-    bool set_conflicts = (g->rsa * (int64_t)g->es) % L1_WAY_BYTES == 0 && k->kq * k->esz < LINE_BYTES;
-    return k->ukr_rows && g->csa == 1 && g->K % k->kq == 0 && b_block <= IN_PLACE_B_BYTES && !set_conflicts;
+    bool set_conflicts = (g->rsa * (int64_t)g->es) % L1_WAY_BYTES == 0 && k->kq * k->esz < LINE_BYTES &&
+                         mag_cpu_id()->l1d_ways < L1_WAYS_FOR_A_TILE;
+    return k->ukr_rows && k->esz == (int)g->es && g->csa == 1 && g->K % k->kq == 0 && b_block <= IN_PLACE_B_BYTES &&
+           !set_conflicts;
 }
 
-/* One register tile: A from its packed panel (lda == 0) or in place (rows lda bytes apart). */
-static inline void tile_mul(const mag_gemm_kernel_t *k, int64_t kc, const uint8_t *a, int64_t lda, const uint8_t *b,
-                            float *c, int64_t ldc, bool acc) {
+/* Whether a tile of mm rows writes just those rows of c (a short microkernel or the whole tile). */
+static inline bool writes_rows_only(const mag_gemm_kernel_t *k, int64_t mm) { return mm == k->mr || k->ukr_short; }
+
+/* A register tile of mm rows: A from its packed panel (lda == 0) or in place (rows lda bytes apart). */
+static inline void tile_mul(const mag_gemm_kernel_t *k, int64_t mm, int64_t kc, const uint8_t *a, int64_t lda,
+                            const uint8_t *b, float *c, int64_t ldc, bool acc) {
     if (lda)
         k->ukr_rows(kc, a, lda, b, c, ldc, acc);
+    else if (mm < k->mr && k->ukr_short)
+        k->ukr_short((int)mm, kc, a, b, c, ldc, acc);
     else
         k->ukr(kc, a, b, c, ldc, acc);
 }
 
-/* Largest B that threads claiming rows of A each pack whole (all columns, all depths): L2-sized. */
-#define ON_DEMAND_B_BYTES ((int64_t)1 << 20)
+/*
+ * Largest B packed whole (all columns, all depths) for A read in place: three quarters of the L2,
+ * the rest for the A rows streaming past (1 MiB where the L2 is unknown). Whole, no depth blocks
+ * run over partial sums: float32 x @ W.T 128 x 768 x 3072 (B 1.5 MiB, a 2 MiB L2), 1 thread,
+ * weights cold: 124 GFLOP/s in 256-depth blocks, 143 whole.
+ */
+static int64_t whole_b_bytes(void) {
+    uint64_t l2 = mag_cpu_id()->l2_bytes;
+    return l2 ? (int64_t)(l2 / 4 * 3) : (int64_t)1 << 20;
+}
 
 /* Whether columns [n0, n1) of B, all depths, pack into one L2-sized block for A read in place. */
 static bool whole_b(const job_t *g, const mag_gemm_kernel_t *k, int64_t n0, int64_t n1) {
     return reads_a_in_place(g, k) &&
-           mag_gemm_roundup(n1 - n0, k->nr) * mag_gemm_roundup(g->K, k->kq) * k->esz <= ON_DEMAND_B_BYTES;
+           mag_gemm_roundup(n1 - n0, k->nr) * mag_gemm_roundup(g->K, k->kq) * k->esz <= whole_b_bytes();
 }
 
 /* Whether the threads of a call can take rows of C on demand: A in place, one block of B for all. */
@@ -180,16 +201,16 @@ static bool gemm_block(const job_t *g, const mag_gemm_kernel_t *k, int64_t m0, i
                             uint8_t *cij = ELEM(g->C, i, j, g->rsc, g->csc, es);
                             if (partial) {
                                 float *pt = pbuf + (i - mb0) * ldp + jr;
-                                tile_mul(k, kcp, apan, lda, bpan, pt, ldp, !first);
+                                tile_mul(k, mm, kcp, apan, lda, bpan, pt, ldp, !first);
                                 if (last) k->epi(g->dt, mm, nn, pt, ldp, cij, g->rsc, g->csc, g->alpha, g->beta);
                                 continue;
                             }
                             float beta = first ? g->beta : 1.0f;
-                            if (g->dt == MAG_DTYPE_FLOAT32 && g->csc == 1 && mm == mr && nn == nr && g->alpha == 1.0f &&
-                                (beta == 0.0f || beta == 1.0f)) {
-                                tile_mul(k, kcp, apan, lda, bpan, (float *)cij, g->rsc, beta == 1.0f);
+                            if (g->dt == MAG_DTYPE_FLOAT32 && g->csc == 1 && writes_rows_only(k, mm) && nn == nr &&
+                                g->alpha == 1.0f && (beta == 0.0f || beta == 1.0f)) {
+                                tile_mul(k, mm, kcp, apan, lda, bpan, (float *)cij, g->rsc, beta == 1.0f);
                             } else {
-                                tile_mul(k, kcp, apan, lda, bpan, tile, nr, false);
+                                tile_mul(k, mm, kcp, apan, lda, bpan, tile, nr, false);
                                 k->epi(g->dt, mm, nn, tile, nr, cij, g->rsc, g->csc, g->alpha, beta);
                             }
                         }
@@ -336,8 +357,10 @@ bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_d
         g = transposed(&g);
     if (v && g.M <= GEMV_MAX_ROWS && (g.rsb == 1 || g.csb == 1)) return gemv(&g, v, k->epi, ti, nt, shared);
     /* x @ W.T (W's rows depth-contiguous) with fewer rows in x: C^T = W x^T reads W in place and packs x. */
-    if (k->ukr_rows && g.rsb == 1 && g.csb != 1 && g.csa == 1 && g.M < g.N)
-        g = transposed(&g);
+    if (g.rsb == 1 && g.csb != 1 && g.csa == 1 && g.M < g.N) {
+        job_t t = transposed(&g);
+        if (reads_a_in_place(&t, k)) g = t;
+    }
     if (rows_on_demand(&g, k, nt, shared)) return gemm_block(&g, k, 0, g.M, 0, g.N, &shared->claimed, nt);
     int64_t tm = 1, tn = 1, m0, m1, n0, n1;
     grid(&g, k, nt, &tm, &tn);

@@ -31,6 +31,10 @@ typedef void (*mag_gemm_ukr_fn)(int64_t kc, const void *a, const void *b, float 
 typedef void (*mag_gemm_ukr_rows_fn)(int64_t kc, const void *a, int64_t lda, const void *b, float *c, int64_t ldc,
                                      bool acc);
 
+/* The microkernel for the first m < mr rows of a packed A panel (rows m.. of c untouched). */
+typedef void (*mag_gemm_ukr_short_fn)(int m, int64_t kc, const void *a, const void *b, float *c, int64_t ldc,
+                                      bool acc);
+
 /* C[i*rsc + j*csc] = alpha * t[i*ldt + j] + beta * C[...] over m x n, in C's dtype (beta == 0: C not read). */
 typedef void (*mag_gemm_epi_fn)(mag_dtype_t dt, int64_t m, int64_t n, const float *t, int64_t ldt, void *c,
                                 int64_t rsc, int64_t csc, float alpha, float beta);
@@ -42,7 +46,8 @@ typedef struct mag_gemm_kernel {
     int64_t mc, kc, nc; /* cache blocks: mc a multiple of mr, nc of nr, kc of kq */
     mag_gemm_pack_fn pack_a, pack_b;
     mag_gemm_ukr_fn ukr;
-    mag_gemm_ukr_rows_fn ukr_rows; /* NULL: A is always packed */
+    mag_gemm_ukr_rows_fn ukr_rows;   /* NULL: A is always packed */
+    mag_gemm_ukr_short_fn ukr_short; /* NULL: the last rows of A run as a zero-padded whole tile */
     mag_gemm_epi_fn epi;
     void (*enter)(void), (*leave)(void); /* around a thread's share, when the microkernel holds state (AMX tiles) */
 } mag_gemm_kernel_t;

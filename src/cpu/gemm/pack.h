@@ -49,16 +49,22 @@ static inline __attribute__((always_inline)) void pack_f32_panels(mag_dtype_t dt
                                                                     float *dst, const int r,
                                                                     mag_gemm_cvt_fn cvt_row) {
     int64_t es = (int64_t)mag_dtype_info(dt)->size;
+    if (rs == 1) { /* rows contiguous: depths outermost, so the loads run along X's rows (see mag_pack_interleave) */
+        for (int64_t p = 0; p < k; ++p)
+            for (int64_t i0 = 0; i0 < m; i0 += r) {
+                int64_t rows = mag_gemm_min(r, m - i0);
+                float *d = dst + i0 * k + p * r;
+                if (p + 4 < k) /* B's rows come from memory at a large stride: ask for the next ones early */
+                    for (int64_t q = 0; q < rows * es; q += 64)
+                        __builtin_prefetch((const uint8_t *)x + (i0 + (p + 4) * cs) * es + q);
+                cvt_row(dt, (const uint8_t *)x + (i0 + p * cs) * es, rows, d);
+                for (int64_t i = rows; i < r; ++i) d[i] = 0.0f;
+            }
+        return;
+    }
     for (int64_t i0 = 0; i0 < m; i0 += r, dst += r * k) {
         int64_t rows = mag_gemm_min(r, m - i0);
         const uint8_t *xb = (const uint8_t *)x + i0 * rs * es;
-        if (rs == 1) {
-            for (int64_t p = 0; p < k; ++p) {
-                cvt_row(dt, xb + p * cs * es, rows, dst + p * r);
-                for (int64_t i = rows; i < r; ++i) dst[p * r + i] = 0.0f;
-            }
-            continue;
-        }
         if (cs == 1) {
             pack_f32_panel_rows(dt, rows, k, xb, rs, es, dst, r, cvt_row);
         } else {
