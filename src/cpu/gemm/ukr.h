@@ -49,6 +49,10 @@
  * A 14-row microkernel reading A in place (mag_gemm_ukr_rows_fn; one 32-bit word a depth step).
  * Row i comes from three bases five rows apart, so that every row is a base plus lda times 0,
  * 1, 2 or 4, or plus 3 * lda: x86 addressing modes, not 14 live pointers.
+ * In place, A is a weight matrix that streams from memory once: each step also asks L2 for a
+ * line of the next tile's rows, along each row's kc depths and then on to the next row, a line a
+ * step (a line of A lasts 16 steps, so this runs ahead), so the next tile finds its rows cached.
+ * Float32 x @ W.T 128 x 768 x 2304 with W cold, 1 thread: 129 -> 146 GFLOP/s.
  */
 #define MAG_GEMM_ROW_WORD(i)                                                                                           \
     (*(const mag_gemm_u32 *)((i) < 5    ? mag_gemm_row_at(a0, (i), lda, l3)                                           \
@@ -57,12 +61,18 @@
 static inline const uint8_t *mag_gemm_row_at(const uint8_t *base, int i, int64_t lda, int64_t l3) {
     return i == 3 ? base + l3 : base + i * lda;
 }
+#define MAG_GEMM_NEXT_ROWS_STEP                                                                                        \
+    (_mm_prefetch((const char *)next, _MM_HINT_T1),                                                                    \
+     (next += 64) >= next_end ? (next += lda - seg, next_end += lda) : 0)
 #define MAG_GEMM_UKR_IN_PLACE14(name, NV, KQ, V, VT, VW, BCAST, MAC)                                                 \
     static void name(int64_t kc, const void *ap, int64_t lda, const void *bp, float *c, int64_t ldc, bool acc) {      \
         const uint8_t *a0 = ap, *a5 = a0 + 5 * lda, *a10 = a5 + 5 * lda;                                               \
         const int64_t l3 = 3 * lda;                                                                                    \
         const float *b = bp;                                                                                           \
-        MAG_GEMM_UKR_BODY(14, NV, KQ, V, VT, VW, MAG_GEMM_ROW_WORD, (a0 += 4, a5 += 4, a10 += 4), BCAST, MAC)        \
+        const int64_t seg = kc / KQ * 4; /* bytes of a row this call reads */                                          \
+        const uint8_t *next = a0 + 14 * lda, *next_end = next + seg;                                                   \
+        MAG_GEMM_UKR_BODY(14, NV, KQ, V, VT, VW, MAG_GEMM_ROW_WORD, (a0 += 4, a5 += 4, a10 += 4, MAG_GEMM_NEXT_ROWS_STEP),\
+                          BCAST, MAC)                                                                                  \
     }
 
 /* A packed: the whole MR-row tile. */
