@@ -129,14 +129,12 @@ static inline void tile_mul(const mag_gemm_kernel_t *k, int64_t mm, int64_t kc, 
 }
 
 /*
- * Largest B packed whole (all columns, all depths) for A read in place: three quarters of the L2,
- * the rest for the A rows streaming past (1 MiB where the L2 is unknown). Whole, no depth blocks
- * run over partial sums: float32 x @ W.T 128 x 768 x 3072 (B 1.5 MiB, a 2 MiB L2), 1 thread,
- * weights cold: 124 GFLOP/s in 256-depth blocks, 143 whole.
+ * Largest B packed whole (all columns, all depths) for A read in place: half the L2, the rest for
+ * the A tiles streaming past and the next ones on their way (1 MiB where the L2 is unknown).
  */
 static int64_t whole_b_bytes(void) {
     uint64_t l2 = mag_cpu_id()->l2_bytes;
-    return l2 ? (int64_t)(l2 / 4 * 3) : (int64_t)1 << 20;
+    return l2 ? (int64_t)(l2 / 2) : (int64_t)1 << 20;
 }
 
 /* Whether columns [n0, n1) of B, all depths, pack into one L2-sized block for A read in place. */
@@ -161,8 +159,11 @@ static bool gemm_block(const job_t *g, const mag_gemm_kernel_t *k, int64_t m0, i
                        atomic_int_fast64_t *claimed, int64_t nt) {
     const int64_t mr = k->mr, nr = k->nr, kq = k->kq;
     const bool in_place = reads_a_in_place(g, k), whole = claimed || whole_b(g, k, n0, n1);
-    int64_t kcb = whole ? mag_gemm_roundup(g->K, kq) : mag_gemm_min(k->kc, mag_gemm_roundup(g->K, kq));
     int64_t ncb = whole ? mag_gemm_roundup(n1 - n0, nr) : mag_gemm_min(k->nc, mag_gemm_roundup(n1 - n0, nr));
+    int64_t kcb = mag_gemm_min(k->kc, mag_gemm_roundup(g->K, kq));
+    if (whole) kcb = mag_gemm_roundup(g->K, kq);
+    else if (in_place) /* a narrow B (few rows of x) takes deeper blocks: fewer passes over C */
+        kcb = mag_gemm_min(mag_gemm_roundup(g->K, kq), mag_gemm_max(kcb, IN_PLACE_B_BYTES / (ncb * k->esz) / kq * kq));
     int64_t mcb = in_place ? mr : mag_gemm_min(k->mc, mag_gemm_roundup(m1 - m0, mr));
     bool partial = g->dt != MAG_DTYPE_FLOAT32 && g->K > kcb;
     int64_t ldp = ncb, mb = m1 - m0;
@@ -337,6 +338,9 @@ static void scale_rows(const job_t *g, int64_t ti, int64_t nt) {
                                       ELEM(g->C, i, j, g->rsc, g->csc, g->es), g->rsc, g->csc, g->alpha, g->beta);
 }
 
+/* Rows of x that x @ W.T reads W in place for even when x^T does not pack whole (see mag_gemm_with). */
+#define NARROW_X_ROWS 128
+
 /* The same product as C^T = B^T A^T. */
 static job_t transposed(const job_t *g) {
     return (job_t){g->dt, g->es, g->N, g->M, g->K, g->B, g->A, g->C, g->csb, g->rsb, g->csa, g->rsa, g->csc, g->rsc,
@@ -356,10 +360,15 @@ bool mag_gemm_with(const mag_gemm_kernel_t *k, const mag_gemv_kernel_t *v, mag_d
     if (N == 1 && M > 1) /* a matrix times a vector: solve C^T = B^T A^T, a GEMV */
         g = transposed(&g);
     if (v && g.M <= GEMV_MAX_ROWS && (g.rsb == 1 || g.csb == 1)) return gemv(&g, v, k->epi, ti, nt, shared);
-    /* x @ W.T (W's rows depth-contiguous) with fewer rows in x: C^T = W x^T reads W in place and packs x. */
+    /*
+     * x @ W.T (W's rows depth-contiguous) with few rows in x: C^T = W x^T reads W in place and
+     * packs x^T. That pays while x is narrow, its x^T packing whole into L2 or at most 128 rows;
+     * wider, W's tiles pass too many x panels (1 thread: float32 384 x 3072 x 768 in place 125
+     * GFLOP/s, packed 148; bfloat16 on AMX 1024 x 3072 x 1024 in place 727, packed 902).
+     */
     if (g.rsb == 1 && g.csb != 1 && g.csa == 1 && g.M < g.N) {
         job_t t = transposed(&g);
-        if (reads_a_in_place(&t, k)) g = t;
+        if (reads_a_in_place(&t, k) && (t.N <= NARROW_X_ROWS || whole_b(&t, k, 0, t.N))) g = t;
     }
     if (rows_on_demand(&g, k, nt, shared)) return gemm_block(&g, k, 0, g.M, 0, g.N, &shared->claimed, nt);
     int64_t tm = 1, tn = 1, m0, m1, n0, n1;

@@ -97,5 +97,6 @@ typedef uint32_t mag_gemm_u32 __attribute__((may_alias));
 
 static inline int64_t mag_gemm_roundup(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 static inline int64_t mag_gemm_min(int64_t a, int64_t b) { return a < b ? a : b; }
+static inline int64_t mag_gemm_max(int64_t a, int64_t b) { return a > b ? a : b; }
 
 #endif
