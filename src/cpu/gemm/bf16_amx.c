@@ -112,10 +112,11 @@ static inline __attribute__((always_inline)) void tiles(int64_t kc, const uint8_
     } seen;
     if (a != seen.a) seen.a = a, seen.calls = 0;
     int part = seen.calls++;
-    const uint8_t *next = lda != KB * 2 && part < 4 ? a + (32 + 8 * part) * lda : NULL;
+    /* the next tile may lie past A's end: its address is an integer, never a pointer */
+    uintptr_t next = lda != KB * 2 && part < 4 ? (uintptr_t)a + (uintptr_t)((32 + 8 * part) * lda) : 0;
     for (int64_t q = 0; q < kc; q += KB, a += a_step, b += NR * KB) {
         if (next) {
-            for (int r = 0; r < 8; ++r) _mm_prefetch((const char *)(next + r * lda), _MM_HINT_T1);
+            for (int r = 0; r < 8; ++r) _mm_prefetch((const char *)(next + (uintptr_t)(r * lda)), _MM_HINT_T1);
             next += KB * 2;
         }
         tile_load(4, a, lda);

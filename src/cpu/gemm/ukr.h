@@ -63,16 +63,17 @@ static inline const uint8_t *mag_gemm_row_at(const uint8_t *base, int i, int64_t
 }
 #define MAG_GEMM_NEXT_ROWS_STEP                                                                                        \
     (_mm_prefetch((const char *)next, _MM_HINT_T1),                                                                    \
-     (next += 64) >= next_end ? (next += lda - seg, next_end += lda) : 0)
+     (next += 64) >= next_end ? (next += (uintptr_t)(lda - seg), next_end += (uintptr_t)lda) : 0)
 #define MAG_GEMM_UKR_IN_PLACE14(name, NV, KQ, V, VT, VW, BCAST, MAC)                                                 \
     static void name(int64_t kc, const void *ap, int64_t lda, const void *bp, float *c, int64_t ldc, bool acc) {      \
         const uint8_t *a0 = ap, *a5 = a0 + 5 * lda, *a10 = a5 + 5 * lda;                                               \
         const int64_t l3 = 3 * lda;                                                                                    \
         const float *b = bp;                                                                                           \
         const int64_t seg = kc / KQ * 4; /* bytes of a row this call reads */                                          \
-        const uint8_t *next = a0 + 14 * lda, *next_end = next + seg;                                                   \
-        MAG_GEMM_UKR_BODY(14, NV, KQ, V, VT, VW, MAG_GEMM_ROW_WORD, (a0 += 4, a5 += 4, a10 += 4, MAG_GEMM_NEXT_ROWS_STEP),\
-                          BCAST, MAC)                                                                                  \
+        /* the next rows may lie past A's end: their addresses are integers, never pointers */                        \
+        uintptr_t next = (uintptr_t)a0 + (uintptr_t)(14 * lda), next_end = next + (uintptr_t)seg;                     \
+        MAG_GEMM_UKR_BODY(14, NV, KQ, V, VT, VW, MAG_GEMM_ROW_WORD,                                                    \
+                          (a0 += 4, a5 += 4, a10 += 4, MAG_GEMM_NEXT_ROWS_STEP), BCAST, MAC)                           \
     }
 
 /* A packed: the whole MR-row tile. */
