@@ -69,7 +69,8 @@ static void detect(mag_cpu_id_t *id) {
     memcpy(id->vendor, &r0.b, 4);
     memcpy(id->vendor + 4, &r0.d, 4);
     memcpy(id->vendor + 8, &r0.c, 4);
-    if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
+    uint32_t max_ext = __get_cpuid_max(0x80000000u, NULL);
+    if (max_ext >= 0x80000004u) {
         char brand[49] = {0};
         for (uint32_t i = 0; i < 3; ++i) {
             regs_t r = cpuid(0x80000002u + i, 0);
@@ -78,7 +79,6 @@ static void detect(mag_cpu_id_t *id) {
         const char *s = brand + strspn(brand, " ");
         snprintf(id->brand, sizeof(id->brand), "%s", s);
     }
-    uint32_t max_ext = __get_cpuid_max(0x80000000u, NULL);
     if (memcmp(id->vendor, "AuthenticAMD", 12) == 0) {
         if (max_ext >= 0x8000001Du && BIT(cpuid(0x80000001u, 0).c, 22)) detect_caches(id, 0x8000001Du);
     } else if (max_leaf >= 4) {
