@@ -143,7 +143,14 @@ static void ukr_rows(int64_t kc, const void *ap, int64_t lda, const void *bp, fl
     tiles(kc, ap, lda, KB * 2, bp, c, ldc, acc);
 }
 
+/*
+ * Narrow column blocks (nc = 128): a B block of 128 columns reaches 512 KiB (IN_PLACE_B_BYTES)
+ * only at 2048 depths, so square products up to K = 2048 run their whole depth in one block and
+ * write C once, without float32 partial sums; with nc = 512 those sums (M x 512 floats, 4 MiB at
+ * M = 2048) left the L2 between depth blocks and every tile call reloaded its C tile from memory.
+ * 1 thread, gemm_lab: 2048^3 710-770 -> 880-935 GFLOP/s, 4096^3 735-790 -> 850-875.
+ */
 const mag_gemm_kernel_t KERNEL_NAME = {
-    .mr = MR, .nr = NR, .kq = KB, .esz = 2, .mc = 32 * 4, .kc = 512, .nc = 512,
+    .mr = MR, .nr = NR, .kq = KB, .esz = 2, .mc = 32 * 4, .kc = 512, .nc = 128,
     .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr, .ukr_rows = ukr_rows, .epi = EPILOGUE, .enter = enter, .leave = leave,
 };
