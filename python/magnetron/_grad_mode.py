@@ -18,6 +18,11 @@ def is_grad_enabled() -> bool:
     return _C.is_grad_enabled()
 
 
+def records(*tensors: Any) -> bool:
+    """Whether autograd records an op on these tensors (grad mode on and one of them requires grad)."""
+    return _C.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
 class _GradMode:
     """A context manager and decorator that sets grad mode and restores the previous one on exit."""
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from .. import dtype as _dt
 from .. import nn
+from .._grad_mode import records
 from .._tensor import Tensor
 from ..dtype import DType
 from ..nn import functional as F
@@ -70,6 +71,12 @@ def placeholder(*shape: int, dtype: DType) -> nn.Parameter:
     load_state_dict(assign=True) replaces it with the checkpoint's tensor. Allocating real
     buffers first would cost as much memory as the weights, and copying into it raises."""
     return nn.Parameter(Tensor.empty(1, dtype=dtype).expand(*shape), requires_grad=False)
+
+
+def accumulate(y: Tensor, other: Tensor) -> Tensor:
+    """y + other, written into y unless autograd records: y is an op's new result that nothing else
+    holds and is still in cache, so the sum does not stream a third buffer through memory."""
+    return y + other if records(y, other) else y.add_(other)
 
 
 class Linear(nn.Linear):
@@ -144,7 +151,7 @@ class Attention(nn.Module):
             projs = (self.q_proj, self.k_proj, self.v_proj)
             q, k, v = F.linear_concat(x, [p.weight for p in projs]).split(self.qkv_sizes, dim=-1)  # views
             if self.q_proj.bias is not None:
-                q, k, v = q + self.q_proj.bias, k + self.k_proj.bias, v + self.v_proj.bias
+                q, k, v = (accumulate(t, p.bias) for t, p in zip((q, k, v), projs))
         q = q.view(B, T, H, D)  # (B, T, H, D)
         k = k.view(B, T, H_kv, D)  # (B, T, H_kv, D)
         v = v.view(B, T, H_kv, D)  # (B, T, H_kv, D)
@@ -183,10 +190,12 @@ class MLP(nn.Module):
         if self.gate_proj is not None:  # gate and up in one launch, as q/k/v
             gate, up = F.linear_concat(x, [self.gate_proj.weight, self.up_proj.weight]).chunk(2, dim=-1)  # views
             if self.up_proj.bias is not None:
-                gate, up = gate + self.gate_proj.bias, up + self.up_proj.bias
-            h = F.silu(gate) * up  # (B, T, F)
+                gate, up = accumulate(gate, self.gate_proj.bias), accumulate(up, self.up_proj.bias)
+            h = F.silu(gate)  # (B, T, F)
+            h = h * up if records(h, up) else h.mul_(up)
         else:
-            h = F.gelu(self.up_proj(x), approximate="tanh")  # (B, T, F)
+            h = self.up_proj(x)  # (B, T, F)
+            h = F.gelu(h, approximate="tanh") if records(h) else h.gelu_approx_()
         return self.down_proj(h)  # (B, T, C)
 
 
@@ -199,8 +208,8 @@ class Block(nn.Module):
         self.mlp = MLP(cfg, dtype)
 
     def forward(self, x: Tensor, *attn_args: object) -> Tensor:  # (B, T, C)
-        x = x + self.self_attn(self.input_layernorm(x), *attn_args)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        x = accumulate(self.self_attn(self.input_layernorm(x), *attn_args), x)
+        return accumulate(self.mlp(self.post_attention_layernorm(x)), x)
 
 
 class Transformer(nn.Module):

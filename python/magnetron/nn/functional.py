@@ -23,7 +23,13 @@ _FUSED_DTYPES = (_dt.float32, _dt.float16, _dt.bfloat16)
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias; weight has PyTorch's (out_features, in_features) layout."""
     y = x @ weight.T
-    return y + bias if bias is not None else y
+    if bias is None:
+        return y
+    if _grad_mode.records(y, bias) or bias.dtype != y.dtype or bias.shape != y.shape[-1:]:
+        return y + bias
+    # y is new and still in cache: the sum goes there, not through a third buffer (GPT-2 prefill,
+    # 128 x 3072 float32: 138 -> 60 us a bias add)
+    return y.add_(bias)
 
 
 def linear_concat(x: Tensor, weights: Sequence[Tensor]) -> Tensor:
@@ -35,7 +41,7 @@ def linear_concat(x: Tensor, weights: Sequence[Tensor]) -> Tensor:
     """
     if not weights:
         raise ValueError("linear_concat: no weights given")
-    recording = _grad_mode.is_grad_enabled() and (x.requires_grad or any(w.requires_grad for w in weights))
+    recording = _grad_mode.records(x, *weights)
     if recording or x.dtype not in _FUSED_DTYPES or any(w.dtype != x.dtype for w in weights):
         return Tensor.cat([linear(x, w) for w in weights], dim=-1)
     return _C._op(_LINEAR_CONCAT_ID, [x, *weights], [])
@@ -245,7 +251,7 @@ def scaled_dot_product_attention(
     L, E = q.shape[-2], q.shape[-1]
     S = k.shape[-2]
     scale = 1.0 / math.sqrt(E) if scale is None else float(scale)
-    recording = _grad_mode.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    recording = _grad_mode.records(q, k, v)
     if attn_mask is None and q.dtype in _FUSED_DTYPES and not recording:
         if isinstance(causal_offset, Tensor):
             return _C._op(_SDPA_ID, [q, k, v, causal_offset], [scale, bool(is_causal), 0])
