@@ -136,6 +136,31 @@ static mag_status_t run(mag_op_t op, mag_tensor_t *const *views, mag_tensor_t *o
     return s;
 }
 
+/*
+ * Whether q (rank >= 3) is laid out as (batch..., L, H, E), heads inside its rows: the projection
+ * of a transformer viewed per head and transposed to (batch..., H, L, E). The result then keeps
+ * that layout, as torch's CPU flash attention does, so that the usual transpose(-3, -2) and
+ * reshape to (batch..., L, H * E) after attention is a view rather than a copy.
+ */
+static bool heads_inside_rows(const mag_tensor_t *q) {
+    int64_t r = q->rank;
+    return r > 2 && q->shape[r - 3] > 1 && q->shape[r - 2] > 1 && q->strides[r - 3] < q->strides[r - 2];
+}
+
+/* A new (batch..., H, L, E) tensor stored as (batch..., L, H, E): the view with heads and rows swapped. */
+static mag_status_t rows_outside_heads(mag_dtype_t dt, int64_t rank, const int64_t *shape, mag_tensor_t **out) {
+    int64_t stored[MAG_MAX_RANK], strides[MAG_MAX_RANK];
+    memcpy(stored, shape, (size_t)rank * sizeof(int64_t));
+    stored[rank - 3] = shape[rank - 2], stored[rank - 2] = shape[rank - 3];
+    mag_tensor_t *base;
+    MAG_TRY(mag_tensor_empty(dt, rank, stored, &base));
+    memcpy(strides, base->strides, (size_t)rank * sizeof(int64_t));
+    strides[rank - 3] = base->strides[rank - 2], strides[rank - 2] = base->strides[rank - 3];
+    *out = mag_tensor_new_view(base->storage, dt, rank, shape, strides, base->offset);
+    mag_tensor_release(base);
+    return *out ? MAG_OK : mag_error(MAG_ERR_MEMORY, "%s: out of memory allocating a tensor header", OP);
+}
+
 mag_status_t mag_front_sdpa(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, const mag_scalar_t *attrs,
                             int64_t n_attrs, mag_tensor_t **out) {
     if (n_in != 3 && n_in != 4)
@@ -171,8 +196,14 @@ mag_status_t mag_front_sdpa(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, 
     mag_contiguous_strides(rank, shape, strides);
     /* the result has q's rank (a rank-2 q has no heads dim); k and v are read while it is written */
     mag_dest_t dest;
-    MAG_TRY(mag_dest_open(&dest, OP, *out, in[0]->dtype, in[0]->rank, in[0]->rank > 2 ? shape : shape + 1, in, 3,
-                          false));
+    if (!*out && heads_inside_rows(in[0])) {
+        MAG_TRY(rows_outside_heads(in[0]->dtype, rank, shape, &dest.res));
+        dest.name = OP, dest.dst = NULL;
+        memcpy(strides, dest.res->strides, (size_t)rank * sizeof(int64_t));
+    } else {
+        MAG_TRY(mag_dest_open(&dest, OP, *out, in[0]->dtype, in[0]->rank, in[0]->rank > 2 ? shape : shape + 1, in, 3,
+                              false));
+    }
     mag_tensor_t *views[4] = {NULL, NULL, NULL, NULL};
     mag_status_t s = MAG_OK;
     for (int i = 0; i < 4 && s == MAG_OK; ++i) {

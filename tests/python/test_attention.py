@@ -86,6 +86,21 @@ def test_reads_kv_cache_views_in_place(dtype) -> None:
         check(got, reference(q, k, v, True, lk - 3), dtype)
 
 
+def test_result_keeps_the_layout_of_a_transposed_q() -> None:
+    """q (B, T, H, E) viewed as (B, H, T, E): the result is stored (B, T, H, E) like torch's, so that
+    transposing it back and merging the heads is a view."""
+    rng = np.random.default_rng(7)
+    qkv, k, v = tensors(rng, mag.float32, (2, 6, 3, 16), (2, 3, 6, 16), (2, 3, 6, 16))
+    q = qkv.transpose(1, 2)  # (2, 3, 6, 16)
+    got = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    check(got, reference(q, k, v, True), mag.float32)
+    assert not got.is_contiguous and got.transpose(1, 2).is_contiguous
+    merged = got.transpose(1, 2).reshape(2, 6, 48)
+    np.testing.assert_allclose(merged.numpy(), as_torch(got).transpose(1, 2).reshape(2, 6, 48).numpy())
+    contiguous_q = qkv.transpose(1, 2).contiguous()
+    assert F.scaled_dot_product_attention(contiguous_q, k, v).is_contiguous
+
+
 @pytest.mark.parametrize("dtype", [mag.float32, mag.bfloat16], ids=str)
 def test_strided_head_dim_is_converted(dtype) -> None:
     """k stored (E, L) and viewed transposed: a column stride != 1 takes the converting path."""
