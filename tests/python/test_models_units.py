@@ -166,6 +166,10 @@ def test_kv_cache_writes_in_place_and_grows_keeping_rows():
     kv, _ = cache.update(1, mag.Tensor([2], dtype=mag.int64), k2, k2)
     assert kv.shape == (1, 2, 4, 3) and kv[:, :, 2:3].tolist() == k2.tolist()
     assert kv[:, :, :2].tolist() == k.tolist()
+    k3 = mag.Tensor.normal(1, 1, 2, 3).transpose(1, 2)  # (1, 2, 1, 3): (B, T, H, D) viewed per head
+    kv, vv = cache.update(1, 3, k3, k3 * 2)  # a host-known first position: a slice copy
+    assert kv[:, :, 3:4].tolist() == k3.tolist() and vv[:, :, 3:4].tolist() == (k3 * 2).tolist()
+    assert kv[:, :, 2:3].tolist() == k2.tolist() and kv[:, :, :2].tolist() == k.tolist()
     cache.reserve(7)
     assert cache.capacity == 8  # capped at the context length
     cache.truncate(1)

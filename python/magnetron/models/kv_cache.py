@@ -46,12 +46,13 @@ class KVCache:
         """Forget every position from ``n`` on (their rows are overwritten by the next writes)."""
         self.length = min(self.length, n)
 
-    def update(self, layer: int, positions: Tensor, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        """Write k, v (B, H_kv, T, D) at rows ``positions`` (T,) of ``layer``; return the whole buffers
-        (attention reads rows up to the last position only). The caller advances ``length`` once all
-        layers are written."""
+    def update(self, layer: int, where: Tensor | int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Write k, v (B, H_kv, T, D) at T consecutive rows of ``layer``: from the int ``where`` on, or
+        at the rows the (T,) int64 tensor ``where`` holds when the write runs (a replayed graph
+        moves them). Returns the whole buffers (attention reads rows up to the last position only).
+        The caller advances ``length`` once all layers are written."""
         kbuf, vbuf = self.k[layer], self.v[layer]  # (B, H_kv, capacity, D)
-        # an index_put that reads the rows from `positions` when it runs (a replayed graph moves them)
-        kbuf[:, :, positions] = k
-        vbuf[:, :, positions] = v
+        rows = where if isinstance(where, Tensor) else slice(where, where + k.shape[2])
+        kbuf[:, :, rows] = k
+        vbuf[:, :, rows] = v
         return kbuf, vbuf

@@ -141,7 +141,7 @@ class Attention(nn.Module):
         rope: tuple[Tensor, Tensor] | None,  # cos, sin: (T, D/2) each, in x's dtype
         cache: KVCache | None,
         layer: int,
-        positions: Tensor,  # (T,) int64: the absolute positions of x's tokens, consecutive
+        where: Tensor | int,  # x's positions (consecutive): (T,) int64 read when the kernels run, or the first
     ) -> Tensor:
         B, T, _ = x.shape
         H, H_kv, D = self.n_heads, self.n_kv_heads, self.head_dim
@@ -164,8 +164,8 @@ class Attention(nn.Module):
             q, k = F.rope(q, *rope), F.rope(k, *rope)
         offset: int | Tensor = 0
         if cache is not None:  # write this step's keys/values at their positions, attend over the buffers
-            k, v = cache.update(layer, positions, k, v)  # (B, H_kv, capacity, D), in the cache's dtype
-            offset = positions[:1]  # (1,): pos, the first token's position
+            k, v = cache.update(layer, where, k, v)  # (B, H_kv, capacity, D), in the cache's dtype
+            offset = where[:1] if isinstance(where, Tensor) else where  # pos, the first token's position
         # Query i sits at position pos + i and sees keys 0..pos+i: causality aligned bottom-right, so
         # causal_offset = pos. As a tensor it is read when the kernel runs (keys past it are never
         # read), so a captured decode step attends over one more key on every replay. The fused
@@ -248,6 +248,8 @@ class Transformer(nn.Module):
             raise ValueError(f"{cfg.arch}: {S} positions exceed the context length {cfg.max_seq_len}")
         if cache is not None:
             cache.reserve(S)
+        # positions known here are passed on as the first one (cache writes become slice copies)
+        where: Tensor | int = pos if positions is None else positions
         if positions is None:
             positions = Tensor.arange(pos, S, dtype=_dt.int64)  # (T,)
         x = self.embed_tokens(ids)  # (B, T, C)
@@ -258,7 +260,7 @@ class Transformer(nn.Module):
             cos, sin = F.rope_frequencies(positions, cfg.head_dim, cfg.rope_theta)  # (T, D/2) each
             rope = cos.cast(self.dtype), sin.cast(self.dtype)
         for i, layer in enumerate(self.layers):
-            x = layer(x, rope, cache, i, positions)  # (B, T, C)
+            x = layer(x, rope, cache, i, where)  # (B, T, C)
         if cache is not None:
             cache.length = S
         if last_only:
