@@ -5,7 +5,9 @@ throughput / torch's), float16 square against magnetron's own float32 (torch's f
 is not a fair contender on CPUs), and GEMV at the Qwen3-0.6B decode shapes with the weight in
 ``nn.Linear`` layout (``x @ W.T``) and plain (``x @ W``), both float32 and bfloat16, the weights
 rotated over more memory than any cache holds, against the machine's read bandwidth measured
-in the same run.
+in the same run. Those rows read the same bytes (magnetron views torch's buffers); the
+``x@W.T own`` rows give each library its weights in its own allocation, as a model holds them
+(magnetron's allocator asks for 2 MiB pages, torch's default does not).
 
     python benchmarks/matmul.py [--quick] [--only f32,bf16,f16,gemv] [--threads 1,2] [--samples 7]
 """
@@ -99,11 +101,14 @@ def gemv(dtypes: list[torch.dtype], threads: list[int], samples: int) -> None:
             nbytes = k * n * dtype.itemsize
             ws = [torch.randn(n, k).to(dtype) for _ in range(max(1, -(-COLD_BYTES // nbytes)))]  # (N, K) Linear
             x = torch.randn(1, k).to(dtype)
-            for layout in ("x@W.T", "x@W"):
-                bs = [w.t() for w in ws] if layout == "x@W.T" else [w.view(k, n) for w in ws]
+            for layout in ("x@W.T", "x@W", "x@W.T own"):
+                bs = [w.view(k, n) for w in ws] if layout == "x@W" else [w.t() for w in ws]
                 _check(x, bs[0])
                 torch_pairs = [(x, b) for b in bs]
-                mag_pairs = [(_mag(x), _mag(b)) for b in bs]
+                if layout.endswith("own"):  # each library's weights in its own allocation, as a model holds them
+                    mag_pairs = [(_mag(x), _mag(w).clone().T) for w in ws]
+                else:  # the same bytes for both: magnetron reads torch's buffers
+                    mag_pairs = [(_mag(x), _mag(b)) for b in bs]
                 for nt in threads:
                     _set_threads(nt)
                     res = compare({"magnetron": _rotating(mag_pairs, lambda p, q: p @ q),
