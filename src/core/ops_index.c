@@ -8,7 +8,13 @@
 
 #include <string.h>
 
-/* Broadcast the index tensors, check their values, and materialise them as contiguous int64 of shape B. */
+/* t as the kernels take it as it is: dtype dt, contiguous, of exactly this shape. */
+static bool in_place_operand(const mag_tensor_t *t, mag_dtype_t dt, int64_t rank, const int64_t *shape) {
+    return t->dtype == dt && t->rank == rank && !memcmp(t->shape, shape, (size_t)rank * sizeof(int64_t)) &&
+           mag_tensor_is_contiguous(t);
+}
+
+/* Broadcast the index tensors, check their values, and give them as contiguous int64 of shape B (copied unless they are). */
 static mag_status_t prepare_indices(const char *name, const mag_tensor_t *x, mag_tensor_t *const *idx, int64_t k,
                                     mag_tensor_t **dense, int64_t *brank, int64_t *bshape) {
     if (k < 1 || k > x->rank)
@@ -30,23 +36,27 @@ static mag_status_t prepare_indices(const char *name, const mag_tensor_t *x, mag
     }
     for (int64_t j = 0; j < k; ++j) dense[j] = NULL;
     for (int64_t j = 0; j < k; ++j) {
-        mag_tensor_t *e, *c;
-        mag_status_t s = mag_tensor_expand(idx[j], *brank, bshape, &e);
-        if (s == MAG_OK) {
-            s = mag_tensor_cast(e, MAG_DTYPE_INT64, &c);
-            mag_tensor_release(e);
+        mag_tensor_t *c = idx[j];
+        mag_status_t s = MAG_OK;
+        if (in_place_operand(c, MAG_DTYPE_INT64, *brank, bshape)) { /* a decode step's position: no copy launch */
+            mag_tensor_retain(c);
+        } else {
+            mag_tensor_t *e;
+            s = mag_tensor_expand(c, *brank, bshape, &e);
+            if (s == MAG_OK) {
+                s = mag_tensor_cast(e, MAG_DTYPE_INT64, &c);
+                mag_tensor_release(e);
+            }
+            if (s != MAG_OK) goto fail;
         }
-        if (s != MAG_OK) goto fail;
         dense[j] = c;
-        int64_t *v = mag_tensor_data(c), size = x->shape[j];
-        for (int64_t i = 0; i < c->numel; ++i) {
+        const int64_t *v = mag_tensor_data(c), size = x->shape[j];
+        for (int64_t i = 0; i < c->numel; ++i) /* the kernels count negative indices from the end */
             if (v[i] < -size || v[i] >= size) {
                 s = mag_error(MAG_ERR_INDEX, "%s: index %lld is out of bounds for dimension %lld with size %lld (shape %s)",
                               name, (long long)v[i], (long long)j, (long long)size, MAG_SHAPE(x));
                 goto fail;
             }
-            if (v[i] < 0) v[i] += size;
-        }
         continue;
     fail:
         for (int64_t m = 0; m <= j; ++m) mag_tensor_release(dense[m]);
@@ -101,7 +111,10 @@ mag_status_t mag_front_index_put(mag_op_t op, mag_tensor_t *const *in, int64_t n
     MAG_TRY(prepare_indices("index_put", dst, in + 1, k, dense + 1, &brank, bshape));
     mag_status_t s = indexed_shape("index_put", dst, k, brank, bshape, &rank, shape);
     mag_tensor_t *vals = NULL;
-    if (s == MAG_OK) { /* values: broadcast to the indexed shape, in dst's dtype, never aliasing dst */
+    if (s == MAG_OK && in_place_operand(in[0], dst->dtype, rank, shape) && !mag_tensors_overlap(in[0], dst)) {
+        mag_tensor_retain(in[0]); /* a KV-cache write: the new keys as they are */
+        vals = in[0];
+    } else if (s == MAG_OK) { /* values: broadcast to the indexed shape, in dst's dtype, never aliasing dst */
         mag_tensor_t *e;
         s = mag_tensor_expand(in[0], rank, shape, &e);
         if (s != MAG_OK)

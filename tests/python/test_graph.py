@@ -47,6 +47,20 @@ def test_index_and_index_put_read_their_indices_at_replay() -> None:
         np.testing.assert_array_equal(buf.numpy()[i + 1], table.numpy()[a])
 
 
+def test_a_cache_write_is_one_launch() -> None:
+    # int64 positions and contiguous values of the indexed shape go to the kernel as they are: no copies
+    cache, pos = mag.Tensor.zeros(1, 2, 8, 4), mag.Tensor([0], dtype=mag.int64)
+    k = mag.Tensor.ones(1, 1, 2, 4).transpose(1, 2)  # (B, H, T=1, D): a view, contiguous all the same
+    g = mag.Graph()
+    with g.capture():
+        cache[:, :, pos] = k
+    assert [p.op for p in g.profile(replays=1)] == ["index_put"]
+    for i in (3, -1):
+        k.fill_(float(i)), pos.fill_(i)
+        g.replay()
+        assert (cache.numpy()[:, :, i] == i).all()
+
+
 def test_an_index_out_of_bounds_at_replay_is_an_index_error() -> None:
     table = mag.Tensor.ones(10, 2)
     ids = mag.Tensor([3], dtype=mag.int64)

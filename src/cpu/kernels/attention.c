@@ -78,6 +78,12 @@ typedef struct att_kv {
     int kind; /* of the rows the loops read: the operand's dtype in place, else float32 */
 } att_kv_t;
 
+/* Rows a narrow loop asks for besides its own: row j along with the loop's row j (att_ask_row). */
+typedef struct att_pf {
+    const uint8_t *at;     /* row 0, NULL for none */
+    int64_t row, bytes, n; /* stride and length of a row in bytes, rows */
+} att_pf_t;
+
 typedef struct att_plan {
     const mag_tensor_t *t[4]; /* q, k, v, out as (batch..., H, L, E) */
     int64_t nb, hq, hkv, g, lq, lk, e, ev, es;
@@ -109,6 +115,7 @@ typedef struct att_ws {
     const uint8_t *qrow[ATT_R];
     uint8_t *orow[ATT_R];     /* NULL for padding rows */
     const uint8_t *kbase, *vbase;
+    att_pf_t pf; /* narrow: what the running loop asks for besides its own rows */
 } att_ws_t;
 
 static int64_t att_round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -217,6 +224,24 @@ MAG_INLINE __m512 att_ld16(const uint8_t *p, int64_t i, const int kind) {
 #endif
 #define ATT_SIZE(kind) ((kind) == ATT_F32 ? 4 : 2)
 
+/*
+ * Decode reads every key and value once, from memory (the weights streamed since their layer
+ * last ran evicted them), and one block of a head's rows is too short a run for the hardware
+ * prefetchers. So the narrow loops ask for lines themselves, a few with every row rather than a
+ * block in one burst (which stalls on the fill buffers): the score loop for its keys ATT_AHEAD
+ * bytes on and for the block's values (row j with key j), the weighted sum for its values
+ * ATT_AHEAD on and for the next block's keys. Qwen3-0.6B shapes, bfloat16, 190 keys, caches
+ * flushed, 2 threads: 69-72 -> 57-58 us per layer (one burst per block before); 1 thread
+ * 148-154 -> 112-113.
+ */
+#define ATT_AHEAD 2048
+MAG_INLINE void att_ask(const uint8_t *at, int64_t bytes) {
+    for (int64_t c = 0; c < bytes; c += 64) __builtin_prefetch(at + c, 0, 3);
+}
+MAG_INLINE void att_ask_row(const att_pf_t *pf, int64_t j) {
+    if (pf && pf->at && j < pf->n) att_ask(pf->at + j * pf->row, pf->bytes);
+}
+
 /* Wide scores: s[j][0:ATT_R] = sum_x k[j][x] * qt[x][0:ATT_R] (rows past nj repeat the last key). */
 static void att_qk_wide(float *s, const float *k, int64_t ldk, const float *qt, int64_t e, int64_t nj) {
     for (int64_t j = 0; j < nj; j += ATT_JT) {
@@ -237,10 +262,11 @@ static void att_qk_wide(float *s, const float *k, int64_t ldk, const float *qt, 
 
 /* Narrow scores: s[r][j] = q[r] . k[j] over ep (a multiple of ATT_VL) for n rows (a constant after inlining). */
 MAG_INLINE void att_qk_narrow(float *s, const uint8_t *k, int64_t ldk, const float *q, int64_t ep, int64_t nj,
-                              const int n, const int kind) {
+                              const att_pf_t *pf, const int n, const int kind) {
     for (int64_t j = 0; j < nj; j += ATT_JT) {
         const uint8_t *kr[ATT_JT];
         for (int t = 0; t < ATT_JT; ++t) kr[t] = k + (j + t < nj ? j + t : nj - 1) * ldk * ATT_SIZE(kind);
+        for (int t = 0; t < ATT_JT; ++t) att_ask(kr[t] + ATT_AHEAD, ep * ATT_SIZE(kind)), att_ask_row(pf, j + t);
 #if defined(__AVX512F__)
         __m512 acc[ATT_JT][ATT_NARROW];
         for (int t = 0; t < ATT_JT; ++t)
@@ -283,7 +309,7 @@ MAG_INLINE void att_qk_narrow(float *s, const uint8_t *k, int64_t ldk, const flo
  * p[j * psj + r * psr]. n, the strides and the kind are constants after inlining.
  */
 MAG_INLINE void att_pv(float *o, int64_t ldo, const float *p, const int64_t psj, const int64_t psr, const uint8_t *v,
-                       int64_t ldv, int64_t nj, int64_t rp, const int n, const int kind) {
+                       int64_t ldv, int64_t nj, int64_t rp, const att_pf_t *pf, const int n, const int kind) {
     const int64_t vrow = ldv * ATT_SIZE(kind);
     for (int64_t r0 = 0; r0 < rp; r0 += n)
         for (int64_t c = 0; c < ldo; c += ATT_EC) {
@@ -293,6 +319,7 @@ MAG_INLINE void att_pv(float *o, int64_t ldo, const float *p, const int64_t psj,
             for (int r = 0; r < n; ++r)
                 for (int u = 0; u < 4; ++u) acc[r][u] = _mm512_loadu_ps(out + r * ldo + 16 * u);
             for (int64_t j = 0; j < nj; ++j) {
+                if (r0 == 0 && c == 0) att_ask(v + j * vrow + ATT_AHEAD, ldo * ATT_SIZE(kind)), att_ask_row(pf, j);
                 __m512 vv[4];
                 for (int u = 0; u < 4; ++u) vv[u] = att_ld16(v + j * vrow, c + 16 * u, kind);
                 for (int r = 0; r < n; ++r) {
@@ -306,11 +333,13 @@ MAG_INLINE void att_pv(float *o, int64_t ldo, const float *p, const int64_t psj,
             float acc[ATT_PV_ROWS][ATT_EC];
             for (int r = 0; r < n; ++r)
                 for (int l = 0; l < ATT_EC; ++l) acc[r][l] = out[r * ldo + l];
-            for (int64_t j = 0; j < nj; ++j)
+            for (int64_t j = 0; j < nj; ++j) {
+                if (r0 == 0 && c == 0) att_ask(v + j * vrow + ATT_AHEAD, ldo * ATT_SIZE(kind)), att_ask_row(pf, j);
                 for (int r = 0; r < n; ++r) {
                     float pj = p[j * psj + (r0 + r) * psr];
                     for (int l = 0; l < ATT_EC; ++l) acc[r][l] = mag_vm_fma(pj, att_ld1(v + j * vrow, c + l, kind), acc[r][l]);
                 }
+            }
             for (int r = 0; r < n; ++r)
                 for (int l = 0; l < ATT_EC; ++l) out[r * ldo + l] = acc[r][l];
 #endif
@@ -321,23 +350,23 @@ MAG_INLINE void att_pv(float *o, int64_t ldo, const float *p, const int64_t psj,
 MAG_INLINE void att_narrow_scores(const att_plan_t *p, att_ws_t *w, const uint8_t *k, int64_t ldk, int64_t nj,
                                   const int kind) {
     switch (p->rows) {
-    case 1: att_qk_narrow(w->s, k, ldk, w->q, p->k.pad, nj, 1, kind); break;
+    case 1: att_qk_narrow(w->s, k, ldk, w->q, p->k.pad, nj, &w->pf, 1, kind); break;
 #if ATT_NARROW > 2
-    case 3: att_qk_narrow(w->s, k, ldk, w->q, p->k.pad, nj, 3, kind); break;
-    case 4: att_qk_narrow(w->s, k, ldk, w->q, p->k.pad, nj, 4, kind); break;
+    case 3: att_qk_narrow(w->s, k, ldk, w->q, p->k.pad, nj, &w->pf, 3, kind); break;
+    case 4: att_qk_narrow(w->s, k, ldk, w->q, p->k.pad, nj, &w->pf, 4, kind); break;
 #endif
-    default: att_qk_narrow(w->s, k, ldk, w->q, p->k.pad, nj, 2, kind); break;
+    default: att_qk_narrow(w->s, k, ldk, w->q, p->k.pad, nj, &w->pf, 2, kind); break;
     }
 }
 MAG_INLINE void att_narrow_sum(const att_plan_t *p, att_ws_t *w, const uint8_t *v, int64_t ldv, int64_t nj,
                                const int kind) {
     switch (p->rows) {
-    case 1: att_pv(w->o, p->v.pad, w->s, 1, ATT_BK, v, ldv, nj, 1, 1, kind); break;
+    case 1: att_pv(w->o, p->v.pad, w->s, 1, ATT_BK, v, ldv, nj, 1, &w->pf, 1, kind); break;
 #if ATT_NARROW > 2
-    case 3: att_pv(w->o, p->v.pad, w->s, 1, ATT_BK, v, ldv, nj, 3, 3, kind); break;
-    case 4: att_pv(w->o, p->v.pad, w->s, 1, ATT_BK, v, ldv, nj, 4, 4, kind); break;
+    case 3: att_pv(w->o, p->v.pad, w->s, 1, ATT_BK, v, ldv, nj, 3, &w->pf, 3, kind); break;
+    case 4: att_pv(w->o, p->v.pad, w->s, 1, ATT_BK, v, ldv, nj, 4, &w->pf, 4, kind); break;
 #endif
-    default: att_pv(w->o, p->v.pad, w->s, 1, ATT_BK, v, ldv, nj, 2, 2, kind); break;
+    default: att_pv(w->o, p->v.pad, w->s, 1, ATT_BK, v, ldv, nj, 2, &w->pf, 2, kind); break;
     }
 }
 
@@ -435,7 +464,7 @@ static void att_weighted_sum(const att_plan_t *p, att_ws_t *w, const uint8_t *v,
         return;
     }
 #endif
-    if (!p->narrow) att_pv(w->o, p->v.pad, w->s, ATT_R, 1, v, ldv, nj, rp, ATT_PV_ROWS, ATT_F32);
+    if (!p->narrow) att_pv(w->o, p->v.pad, w->s, ATT_R, 1, v, ldv, nj, rp, NULL, ATT_PV_ROWS, ATT_F32);
     else if (p->v.kind == ATT_BF16) att_narrow_sum(p, w, v, ldv, nj, ATT_BF16);
     else if (p->v.kind == ATT_F16) att_narrow_sum(p, w, v, ldv, nj, ATT_F16);
     else att_narrow_sum(p, w, v, ldv, nj, ATT_F32);
@@ -520,17 +549,10 @@ static const uint8_t *att_block(const att_plan_t *p, const att_kv_t *kv, const u
     return (const uint8_t *)buf;
 }
 
-/*
- * Ask for key/value rows [kb, kb + ATT_BK) ahead of their use: in decode they come from memory
- * (the weights streamed since their layer last ran evict them), and a head's rows are only a few
- * KiB apart per block, too short a run for the hardware prefetchers (measured, Qwen3-0.6B decode at
- * ~190 keys: 61 -> 55 us per layer).
- */
-static void att_prefetch(const att_plan_t *p, const att_kv_t *kv, const uint8_t *base, int64_t kb, int64_t k1) {
-    if (!kv->direct || kb >= k1) return;
-    int64_t nj = k1 - kb < ATT_BK ? k1 - kb : ATT_BK, rb = kv->cols * p->es;
-    for (int64_t j = 0; j < nj; ++j)
-        for (int64_t c = 0; c < rb; c += 64) __builtin_prefetch(base + (kb + j) * kv->row * p->es + c, 0, 2);
+/* Rows [kb, kb + n) of a key/value head read in place, for att_ask_row. */
+static att_pf_t att_rows(const att_plan_t *p, const att_kv_t *kv, const uint8_t *base, int64_t kb, int64_t n) {
+    if (!kv->direct || n <= 0) return (att_pf_t){0};
+    return (att_pf_t){base + kb * kv->row * p->es, kv->row * p->es, kv->cols * p->es, n};
 }
 
 /* One (item, split): the rows' softmax-weighted sum over keys [split * chunk, ...). */
@@ -545,15 +567,16 @@ static void att_unit(const att_plan_t *p, att_ws_t *w, int64_t item, int64_t spl
     }
     int64_t k0 = split * p->chunk, k1 = k0 + p->chunk < maxlim ? k0 + p->chunk : maxlim;
     if (k0 < k1) att_load_q(p, w);
-    att_prefetch(p, &p->k, w->kbase, k0, k1), att_prefetch(p, &p->v, w->vbase, k0, k1);
     for (int64_t kb = k0; kb < k1; kb += ATT_BK) {
-        att_prefetch(p, &p->k, w->kbase, kb + ATT_BK, k1), att_prefetch(p, &p->v, w->vbase, kb + ATT_BK, k1);
-        int64_t nj = k1 - kb < ATT_BK ? k1 - kb : ATT_BK, ld;
+        int64_t nj = k1 - kb < ATT_BK ? k1 - kb : ATT_BK, ld = 0;
         const uint8_t *k = p->amx ? w->kbase + kb * p->k.row * p->es : att_block(p, &p->k, w->kbase, w->k, kb, nj, &ld);
+        w->pf = att_rows(p, &p->v, w->vbase, kb, nj); /* the block's values while its scores run */
         att_scores(p, w, k, p->amx ? p->k.row : ld, nj);
         if (p->narrow) att_softmax_rows(p, w, kb, nj);
         else att_softmax_cols(p, w, kb, nj, rp, minlim);
         const uint8_t *v = p->amx_pv ? w->vbase + kb * p->v.row * p->es : att_block(p, &p->v, w->vbase, w->v, kb, nj, &ld);
+        int64_t next = k1 - kb - nj < ATT_BK ? k1 - kb - nj : ATT_BK;
+        w->pf = att_rows(p, &p->k, w->kbase, kb + nj, next); /* the next block's keys while the sum runs */
         att_weighted_sum(p, w, v, p->amx_pv ? p->v.row : ld, nj, rp);
     }
     const int64_t ostride = p->t[3]->strides[p->nb + 2];
