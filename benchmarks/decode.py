@@ -16,7 +16,8 @@ after each magnetron run, that run's bound takes the mean of the two, and "% of 
 median over the runs of decode / that run's bound (each run's share is listed too). One untimed
 generation per contender comes first: it maps the weights in and makes the first allocations.
 magnetron loads a checkpoint folder converted to FOLDER.mag (made once and kept beside it: the
-format it maps as stored, GPT-2's projections included) unless ``--source folder`` is given.
+format it maps as stored, GPT-2's projections included) unless ``--source folder`` is given; the
+.mag is dropped from the page cache first, so its pages are read afresh (``read_fresh``).
 """
 
 from __future__ import annotations
@@ -60,6 +61,18 @@ def bytes_per_token(model: models.LanguageModel, context: int) -> int:
     total += net.lm_head.weight.numel * net.lm_head.weight.dtype.size
     kv = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.head_dim * context * net.dtype.size
     return total + kv
+
+
+def read_fresh(path: str) -> None:
+    """Drop the file from the page cache, so that the mapping reads it back in 2 MiB folios, as after a
+    conversion. Pages that aged in the cache (reclaimed and read back piecemeal) come back partly as
+    4 KiB folios, which stream slower: Qwen3-0.6B's .mag 83% PMD-mapped decoded ~7% slower than 97%."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if hasattr(os, "posix_fadvise"):
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
 
 
 def run_magnetron(model: models.LanguageModel, prompt: list[int], new: int) -> tuple[float, float]:
@@ -121,6 +134,8 @@ def main() -> None:
         if not os.path.isfile(source):
             convert(folder, source)
     torch.set_num_threads(args.threads)
+    if source.endswith(".mag"):
+        read_fresh(source)
     model = models.load(source, dtype=args.dtype, num_threads=args.threads)
     hf_dtype = args.hf_dtype or args.dtype
     hf = None if args.only == "magnetron" else load_hf(folder, TORCH_DTYPES[hf_dtype])
