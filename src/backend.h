@@ -30,6 +30,12 @@ typedef struct mag_run_shared {
     void *_Atomic buf;
 } mag_run_shared_t;
 
+/* Bytes a backend may read ahead into its caches. */
+typedef struct mag_byte_range {
+    const void *data;
+    size_t bytes;
+} mag_byte_range_t;
+
 /* A kernel does its share [ti of nt] of the op; with nt == 1 it does all of it. */
 typedef void (*mag_kernel_fn)(const mag_kernel_args_t *a, int64_t ti, int64_t nt);
 
@@ -38,6 +44,13 @@ typedef struct mag_backend {
     mag_kernel_fn (*lookup)(mag_op_t op, mag_dtype_t dt);
     /* Run fn over `work` elements' worth of work; single_thread forces one thread (sequential kernels). */
     void (*run)(mag_kernel_fn fn, const mag_kernel_args_t *a, int64_t work, bool single_thread);
+    /* Whether run() would use several threads for this work. */
+    bool (*parallel)(int64_t work, bool single_thread);
+    /* Start reading byte ranges into the caches beside the serial runs that follow (threads the
+       next parallel run needs stop first); may do nothing. prefetch_end stops it and waits: the
+       ranges may be freed after that. */
+    void (*prefetch)(const mag_byte_range_t *r, int n);
+    void (*prefetch_end)(void);
 } mag_backend_t;
 
 const mag_backend_t *mag_cpu_backend(void);

@@ -142,12 +142,19 @@ static mag_kernel_fn cpu_lookup(mag_op_t op, mag_dtype_t dt) {
 /* Below this many elements per thread, waking another thread costs more than it saves. */
 #define MIN_WORK_PER_THREAD 32768
 
-static void cpu_run(mag_kernel_fn fn, const mag_kernel_args_t *a, int64_t work, bool single_thread) {
+static int64_t cpu_threads(int64_t work, bool single_thread) {
     int64_t nt = single_thread ? 1 : work / MIN_WORK_PER_THREAD;
-    mag_pool_run(fn, a, nt < 1 ? 1 : nt);
+    return nt < 1 ? 1 : nt;
 }
 
-static const mag_backend_t cpu_backend = {"cpu", cpu_lookup, cpu_run};
+static void cpu_run(mag_kernel_fn fn, const mag_kernel_args_t *a, int64_t work, bool single_thread) {
+    mag_pool_run(fn, a, cpu_threads(work, single_thread));
+}
+
+static bool cpu_parallel(int64_t work, bool single_thread) { return cpu_threads(work, single_thread) > 1; }
+
+static const mag_backend_t cpu_backend = {"cpu", cpu_lookup, cpu_run, cpu_parallel, mag_pool_prefetch,
+                                          mag_pool_prefetch_end};
 
 const mag_backend_t *mag_cpu_backend(void) { return &cpu_backend; }
 

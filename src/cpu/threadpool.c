@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -55,6 +56,11 @@ static struct {
     uint64_t job; /* jobs run so far; the first is 1 */
     _Alignas(64) atomic_int_fast64_t pending; /* shares 1..nt-1 of this job not finished */
     mailbox_t done;                           /* the last job finished */
+    /* a prefetch in flight (mag_pool_prefetch): a job of one share that nobody waits for until the next */
+    uint64_t prefetch_job; /* 0: none */
+    mag_byte_range_t prefetch[MAG_POOL_MAX_PREFETCH];
+    int n_prefetch;
+    atomic_bool prefetch_stop;
 } pool = {.n_threads = 1};
 
 #define CLAIMED 1u
@@ -124,6 +130,31 @@ static void *worker_main(void *p) {
     }
 }
 
+/*
+ * The prefetch job's share: asks for every cache line in order (the hardware prefetchers then
+ * stream ahead as they do for a kernel), looking for the stop flag every 4 KiB. Prefetches, not
+ * loads: the serial launches beside it may be writing those bytes.
+ */
+static void prefetch_share(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {
+    (void)a, (void)ti, (void)nt;
+    for (int i = 0; i < pool.n_prefetch; ++i) {
+        const uint8_t *p = pool.prefetch[i].data;
+        for (size_t off = 0, n = pool.prefetch[i].bytes; off < n; off += 4096) {
+            if (atomic_load_explicit(&pool.prefetch_stop, memory_order_relaxed)) return;
+            for (size_t c = off; c < n && c < off + 4096; c += 64) __builtin_prefetch(p + c, 0, 3);
+        }
+    }
+}
+
+/* End the prefetch in flight, if any (run_mu held): stop it, or run its share here if the worker has not claimed it. */
+static void end_prefetch(void) {
+    if (!pool.prefetch_job) return;
+    atomic_store(&pool.prefetch_stop, true);
+    if (claim(&pool.workers[0], pool.prefetch_job)) run_share(1, pool.prefetch_job);
+    mailbox_wait(&pool.done, pool.prefetch_job - 1);
+    pool.prefetch_job = 0;
+}
+
 static void stop_workers(void) {
     atomic_store(&pool.stop, true);
     for (uint32_t i = 0; i < pool.n_workers; ++i) {
@@ -145,6 +176,7 @@ static void stop_workers(void) {
 static void after_fork_in_child(void) {
     pool.workers = NULL; /* leaked on purpose: their threads do not exist here */
     pool.n_workers = 0;
+    pool.prefetch_job = 0;
     pthread_mutex_init(&run_mu, NULL);
     mailbox_init(&pool.done);
     atomic_store(&pool.done.value, pool.job);
@@ -176,6 +208,7 @@ mag_status_t mag_pool_resize(uint32_t n) {
         return mag_error(MAG_ERR_VALUE, "num_threads must be in [1, %d], got %u", MAG_POOL_MAX_THREADS, n);
     pthread_mutex_lock(&run_mu);
     if (n != pool.n_threads) {
+        end_prefetch();
         stop_workers();
         pool.n_threads = n;
     }
@@ -190,8 +223,33 @@ uint32_t mag_pool_size(void) {
     return n;
 }
 
+void mag_pool_prefetch(const mag_byte_range_t *r, int n) {
+    if (n <= 0 || pthread_mutex_trylock(&run_mu) != 0) return;
+    if (pool.prefetch_job && atomic_load(&pool.done.value) == pool.prefetch_job) pool.prefetch_job = 0; /* finished */
+    if (pool.n_workers + 1 < pool.n_threads && !pool.workers) start_workers();
+    if (pool.n_workers > 0 && !pool.prefetch_job) {
+        pool.n_prefetch = n < MAG_POOL_MAX_PREFETCH ? n : MAG_POOL_MAX_PREFETCH;
+        memcpy(pool.prefetch, r, (size_t)pool.n_prefetch * sizeof(*r));
+        pool.fn = prefetch_share;
+        pool.args = NULL;
+        pool.nt = 2;
+        pool.prefetch_job = ++pool.job;
+        atomic_store(&pool.prefetch_stop, false);
+        atomic_store_explicit(&pool.pending, 1, memory_order_relaxed);
+        mailbox_post(&pool.workers[0].box, pool.prefetch_job << 1);
+    }
+    pthread_mutex_unlock(&run_mu);
+}
+
+void mag_pool_prefetch_end(void) {
+    pthread_mutex_lock(&run_mu);
+    end_prefetch();
+    pthread_mutex_unlock(&run_mu);
+}
+
 void mag_pool_run(mag_kernel_fn fn, const mag_kernel_args_t *a, int64_t nt) {
     if (nt > 1 && pthread_mutex_trylock(&run_mu) == 0) {
+        end_prefetch();
         if (pool.n_workers + 1 < pool.n_threads && !pool.workers) start_workers();
         if (nt > (int64_t)pool.n_workers + 1) nt = (int64_t)pool.n_workers + 1;
         if (nt > 1) {

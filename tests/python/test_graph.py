@@ -61,6 +61,43 @@ def test_a_cache_write_is_one_launch() -> None:
         assert (cache.numpy()[:, :, i] == i).all()
 
 
+def test_replays_read_ahead_safely_beside_other_threads_and_resizes() -> None:
+    # A replay hands the big inputs of the next parallel launch to an idle worker while serial
+    # launches run (src/core/graph.c): parallel ops from another thread and thread-count changes
+    # in between must still give the same results and never hang.
+    rng = np.random.default_rng(0)
+    w = mag.Tensor(rng.standard_normal((512, 1024), dtype=np.float32))  # 2 MiB: read ahead
+    x = mag.Tensor(rng.standard_normal((1, 1024), dtype=np.float32))
+    g = mag.Graph()
+    with mag.no_grad(), g.capture():
+        y = F.linear(x * 0.5 + 1.0, w) - 2.0  # serial, serial, a parallel GEMV, serial
+    want = (x.numpy() * 0.5 + 1.0) @ w.numpy().T - 2.0
+    a = mag.Tensor(rng.standard_normal((256, 256), dtype=np.float32))
+    stop, errors = threading.Event(), []
+
+    def other() -> None:
+        try:
+            while not stop.is_set():
+                np.testing.assert_allclose((a @ a).numpy(), a.numpy() @ a.numpy(), rtol=1e-4, atol=1e-3)
+        except Exception as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    threads = mag.context.num_threads
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        for i in range(200):
+            if i % 50 == 49:
+                mag.context.num_threads = 1 if mag.context.num_threads > 1 else 2
+            g.replay()
+            np.testing.assert_allclose(y.numpy(), want, rtol=1e-4, atol=1e-3)
+    finally:
+        stop.set()
+        t.join()
+        mag.context.num_threads = threads
+    assert not errors
+
+
 def test_an_index_out_of_bounds_at_replay_is_an_index_error() -> None:
     table = mag.Tensor.ones(10, 2)
     ids = mag.Tensor([3], dtype=mag.int64)
