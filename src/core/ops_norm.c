@@ -1,7 +1,7 @@
 /*
  * Front end of rms_norm and layer_norm (attributes and inputs in reduce.h): validation with
- * messages that name the op, shapes and dtypes; the kernel then gets contiguous operands, with a
- * 16-bit input's weight and bias in float32 (torch's mixed mode: parameters may be float32).
+ * messages that name the op, shapes and dtypes; the kernel then gets contiguous operands, the
+ * weight and bias in their own dtype (x's, or float32 for a 16-bit x: torch's mixed mode).
  */
 #include "op.h"
 #include "reduce.h"
@@ -39,7 +39,8 @@ static mag_status_t check_attrs(mag_op_t op, mag_tensor_t *const *in, int64_t n_
         return mag_error(MAG_ERR_TYPE, "%s: expected a floating-point input, got %s (shape %s); cast it first", name,
                          MAG_DTNAME(x->dtype), MAG_SHAPE(x));
     if (n_attrs != MAG_NORM_N_ATTRS || attrs[MAG_NORM_DIMS].kind == MAG_SCALAR_FLOAT)
-        return mag_error(MAG_ERR_VALUE, "%s: expected the attributes [dims, eps, has_weight, has_bias]", name);
+        return mag_error(MAG_ERR_VALUE, "%s: expected the attributes [dims, eps, has_weight, has_bias, round_first]",
+                         name);
     int64_t k = attrs[MAG_NORM_DIMS].i;
     bool hw = attrs[MAG_NORM_HAS_WEIGHT].i != 0, hb = attrs[MAG_NORM_HAS_BIAS].i != 0;
     if (k < 1 || k > x->rank)
@@ -61,11 +62,8 @@ mag_status_t mag_front_norm(mag_op_t op, mag_tensor_t *const *in, int64_t n_in, 
     mag_tensor_t *x = in[0], *args[3] = {NULL, NULL, NULL};
     mag_dest_t d;
     MAG_TRY(mag_dest_open(&d, name, *out, x->dtype, x->rank, x->shape, in, n_in, false));
-    mag_status_t s = mag_tensor_contiguous(x, &args[0]);
-    for (int64_t i = 1; i < n_in && s == MAG_OK; ++i) {
-        bool widen = is_16bit(x->dtype) && in[i]->dtype != MAG_DTYPE_FLOAT32;
-        s = widen ? mag_tensor_cast(in[i], MAG_DTYPE_FLOAT32, &args[i]) : mag_tensor_contiguous(in[i], &args[i]);
-    }
+    mag_status_t s = MAG_OK;
+    for (int64_t i = 0; i < n_in && s == MAG_OK; ++i) s = mag_tensor_contiguous(in[i], &args[i]);
     if (s == MAG_OK) s = mag_dispatch(op, x->dtype, d.res, args, n_in, attrs, n_attrs, x->numel, false);
     for (int i = 0; i < 3; ++i) mag_tensor_release(args[i]);
     return mag_dest_close(&d, s, out);

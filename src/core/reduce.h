@@ -30,10 +30,11 @@ typedef enum mag_red_post {
 
 /*
  * rms_norm and layer_norm (ops_norm.c, cpu/kernels/norm.c): in0 = x, then the weight and the bias
- * where given, contiguous and, for 16-bit x, float32; out is contiguous like x. The last DIMS dims
- * of x are normalised, one row of their product at a time, each in the compute type (float32 for
- * 16-bit floats).
+ * where given, contiguous, in x's dtype or (16-bit x) float32; out is contiguous like x. The last
+ * DIMS dims of x are normalised, one row of their product at a time, each in the compute type
+ * (float32 for 16-bit floats). ROUND_FIRST rounds the normalised value to x's dtype before the
+ * weight and bias apply, as transformers' Llama-family RMSNorm does (torch's rounds once, at the end).
  */
-enum { MAG_NORM_DIMS, MAG_NORM_EPS, MAG_NORM_HAS_WEIGHT, MAG_NORM_HAS_BIAS, MAG_NORM_N_ATTRS };
+enum { MAG_NORM_DIMS, MAG_NORM_EPS, MAG_NORM_HAS_WEIGHT, MAG_NORM_HAS_BIAS, MAG_NORM_ROUND_FIRST, MAG_NORM_N_ATTRS };
 
 #endif

@@ -112,8 +112,7 @@ class Norm(nn.Module):
     def forward(self, x: Tensor) -> Tensor:  # the fused norms compute in float32 and round once to x's dtype
         if self.bias is not None:
             return F.layer_norm(x, self.dim, self.weight, self.bias, self.eps)
-        y = F.rms_norm(x, self.dim, eps=self.eps)
-        return y * self.weight if records(y, self.weight) else y.mul_(self.weight)
+        return F.rms_norm_rounded(x, self.dim, self.weight, self.eps)
 
 
 class Attention(nn.Module):

@@ -65,6 +65,7 @@ def _norm(
     weight: Tensor | None,
     bias: Tensor | None,
     eps: float,
+    round_first: bool = False,
 ) -> Tensor:
     """The fused rms_norm / layer_norm op over the trailing ``normalized_shape`` dims of x."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
@@ -73,7 +74,7 @@ def _norm(
             f"{op}: normalized_shape {shape} does not match the trailing dims of the input of shape {tuple(x.shape)}"
         )
     inputs = [x] + [t for t in (weight, bias) if t is not None]
-    return _C._op(_OP_ID[op], inputs, [len(shape), float(eps), weight is not None, bias is not None])
+    return _C._op(_OP_ID[op], inputs, [len(shape), float(eps), weight is not None, bias is not None, round_first])
 
 
 def layer_norm(
@@ -93,6 +94,17 @@ def rms_norm(
     """x / sqrt(mean(x^2) + eps) * weight over the trailing ``normalized_shape`` dims; eps defaults to the
     machine epsilon of x's dtype, as in torch."""
     return _norm("rms_norm", x, normalized_shape, weight, None, _EPS.get(x.dtype, 0.0) if eps is None else eps)
+
+
+def rms_norm_rounded(
+    x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor, eps: float | None = None
+) -> Tensor:
+    """rms_norm rounded to x's dtype before the weight multiplies it (rounded again): the RMSNorm of
+    transformers' Llama-family models, in one kernel. For 16-bit x it differs from ``rms_norm(x, ...,
+    weight)``, which rounds once, in the last bit of about a quarter of the values; its gradient
+    passes the first rounding straight through."""
+    eps = _EPS.get(x.dtype, 0.0) if eps is None else eps
+    return _norm("rms_norm", x, normalized_shape, weight, None, eps, round_first=True)
 
 
 def softmax(x: Tensor, dim: int = -1) -> Tensor:

@@ -11,7 +11,7 @@
 
 #define NORM_BLOCK 2048
 
-/* A: the compute type of dtype ID, which the weight and bias have too */
+/* A: the compute type of dtype ID; the weight and bias come in ID's dtype or in A */
 #define NORM_KERNEL(ID, ST, A)                                                                                         \
     /* the sum of the n values at src, or of their squared deviations from c */                                        \
     static double norm_sum_##ID(const ST *src, int64_t n, A c, bool sq_dev) {                                          \
@@ -25,8 +25,13 @@
         }                                                                                                              \
         return total;                                                                                                  \
     }                                                                                                                  \
-    /* dst = (src - mean) * scale (* w) (+ b) */                                                                       \
-    static void norm_out_##ID(const ST *src, ST *dst, int64_t n, A mean, A scale, const A *w, const A *b) {            \
+    /* p[j] of a weight or bias in x's dtype (p16) or in the compute type */                                      \
+    static inline A norm_param_##ID(const void *p, bool p16, int64_t j) {                                              \
+        return p16 ? MAG_LD_##ID(((const ST *)p)[j]) : ((const A *)p)[j];                                          \
+    }                                                                                                                  \
+    /* dst = (src - mean) * scale (rounded to ST first with `round`) (* w) (+ b) */                                    \
+    static void norm_out_##ID(const ST *src, ST *dst, int64_t n, A mean, A scale, const void *w, bool w16,             \
+                              const void *b, bool b16, bool round) {                                                   \
         typedef A vec_t __attribute__((vector_size(MAG_VBYTES)));                                                      \
         enum { L = MAG_VBYTES / sizeof(A) };                                                                           \
         int64_t j = 0;                                                                                                 \
@@ -34,20 +39,28 @@
             vec_t v, p;                                                                                                \
             MAG_VLOAD_##ID(v, src + j);                                                                                \
             v = (v - mean) * scale;                                                                                    \
+            if (round) {                                                                                               \
+                ST r[L];                                                                                               \
+                MAG_VSTORE_##ID(r, v);                                                                                 \
+                MAG_VLOAD_##ID(v, r);                                                                                  \
+            }                                                                                                          \
             if (w) {                                                                                                   \
-                MAG_VLOAD(p, w + j);                                                                                   \
+                if (w16) MAG_VLOAD_##ID(p, (const ST *)w + j);                                                         \
+                else MAG_VLOAD(p, (const A *)w + j);                                                                   \
                 v *= p;                                                                                                \
             }                                                                                                          \
             if (b) {                                                                                                   \
-                MAG_VLOAD(p, b + j);                                                                                   \
+                if (b16) MAG_VLOAD_##ID(p, (const ST *)b + j);                                                         \
+                else MAG_VLOAD(p, (const A *)b + j);                                                                   \
                 v += p;                                                                                                \
             }                                                                                                          \
             MAG_VSTORE_##ID(dst + j, v);                                                                               \
         }                                                                                                              \
         for (; j < n; ++j) {                                                                                           \
             A v = (MAG_LD_##ID(src[j]) - mean) * scale;                                                                \
-            v = w ? v * w[j] : v;                                                                                      \
-            dst[j] = MAG_ST_##ID(b ? v + b[j] : v);                                                                    \
+            v = round ? MAG_LD_##ID(MAG_ST_##ID(v)) : v;                                                               \
+            v = w ? v * norm_param_##ID(w, w16, j) : v;                                                                \
+            dst[j] = MAG_ST_##ID(b ? v + norm_param_##ID(b, b16, j) : v);                                              \
         }                                                                                                              \
     }                                                                                                                  \
     static void k_norm_##ID(const mag_kernel_args_t *a, int64_t ti, int64_t nt) {                                      \
@@ -55,8 +68,9 @@
         int64_t k = mag_scalar_as_int(a->attrs[MAG_NORM_DIMS]), n = 1, r0, r1;                                         \
         for (int64_t d = x->rank - k; d < x->rank; ++d) n *= x->shape[d];                                              \
         bool hw = a->attrs[MAG_NORM_HAS_WEIGHT].i != 0, hb = a->attrs[MAG_NORM_HAS_BIAS].i != 0;                       \
-        const A *w = hw ? (const A *)mag_tensor_data(a->in[1]) : NULL;                                                 \
-        const A *b = hb ? (const A *)mag_tensor_data(a->in[1 + hw]) : NULL;                                            \
+        bool round = a->attrs[MAG_NORM_ROUND_FIRST].i != 0;                                                            \
+        const void *w = hw ? mag_tensor_data(a->in[1]) : NULL, *b = hb ? mag_tensor_data(a->in[1 + hw]) : NULL;        \
+        bool w16 = hw && a->in[1]->dtype == x->dtype, b16 = hb && a->in[1 + hw]->dtype == x->dtype;                    \
         double eps = mag_scalar_as_double(a->attrs[MAG_NORM_EPS]);                                                     \
         bool layer = a->op == MAG_OP_LAYER_NORM;                                                                       \
         const ST *src = (const ST *)mag_tensor_data(x);                                                                \
@@ -67,7 +81,8 @@
                 const ST *row = src + r * n;                                                                           \
                 A mean = layer ? (A)(norm_sum_##ID(row, n, 0, false) / (double)n) : 0;                                 \
                 A var = (A)(norm_sum_##ID(row, n, mean, true) / (double)n);                                            \
-                norm_out_##ID(row, dst + r * n, n, mean, (A)(1.0 / sqrt((double)(var + (A)eps))), w, b);               \
+                norm_out_##ID(row, dst + r * n, n, mean, (A)(1.0 / sqrt((double)(var + (A)eps))), w, w16, b, b16,      \
+                              round);                                                                                  \
             }                                                                                                          \
     }
 MAG_FLOAT_DTYPES(NORM_KERNEL)

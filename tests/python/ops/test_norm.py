@@ -80,6 +80,31 @@ def test_16bit_input_with_float32_parameters(dtype: str) -> None:
     _close(F.rms_norm(x, 200, _mag(w), 1e-5), TF.rms_norm(t.float(), (200,), w, 1e-5).to(t.dtype), "rms_norm mixed")
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_rms_norm_rounded_is_transformers_llama_rmsnorm(dtype: str) -> None:
+    """rms_norm_rounded rounds before the scale, as transformers' LlamaRMSNorm does; rms_norm rounds
+    once (torch), which differs in the last bit of about a quarter of the values."""
+    g = torch.Generator().manual_seed(3)
+    t = torch.randn(9, 1000, generator=g).to(DTYPES[dtype])
+    w = (torch.randn(1000, generator=g) * 0.5 + 1).to(t.dtype)
+    h = t.float()
+    want = w * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)).to(t.dtype)  # modeling_llama.py
+    rounded = torch.from_dlpack(F.rms_norm_rounded(_mag(t), 1000, _mag(w), 1e-6))
+    once = torch.from_dlpack(F.rms_norm(_mag(t), 1000, _mag(w), 1e-6))
+    # float32 sums in another order may flip a rounding tie now and then, never a quarter of them
+    assert (rounded != want).float().mean() < 0.002
+    assert (once != want).float().mean() > 0.1
+
+
+def test_16bit_parameters_are_read_in_place() -> None:
+    """A bfloat16 weight and bias go to the kernel as they are: one launch, no casts."""
+    x, w, b = (mag.Tensor.ones(*s, dtype=mag.bfloat16) for s in ((2, 64), (64,), (64,)))
+    g = mag.Graph()
+    with mag.no_grad(), g.capture():
+        F.layer_norm(x, 64, w, b)
+    assert [p.op for p in g.profile(replays=1)] == ["layer_norm"]
+
+
 def test_non_contiguous_operands_and_default_eps() -> None:
     t = torch.randn(50, 8, dtype=torch.float64)
     w = torch.randn(16, dtype=torch.float64)
@@ -179,8 +204,8 @@ def test_errors_name_the_op_shapes_and_dtypes() -> None:
         F.layer_norm(x.cast(mag.bfloat16), 3, mag.Tensor.ones(3, dtype=mag.float16))
     op = {r["name"]: r["id"] for r in mag._C.op_table()}
     with pytest.raises(ValueError, match="rms_norm: takes no bias"):
-        mag._C._op(op["rms_norm"], [x, mag.Tensor.ones(3)], [1, 1e-6, False, True])
+        mag._C._op(op["rms_norm"], [x, mag.Tensor.ones(3)], [1, 1e-6, False, True, False])
     with pytest.raises(ValueError, match=r"layer_norm: expected 2 inputs \(x, weight\), got 1"):
-        mag._C._op(op["layer_norm"], [x], [1, 1e-6, True, False])
+        mag._C._op(op["layer_norm"], [x], [1, 1e-6, True, False, False])
     with pytest.raises(ValueError, match="layer_norm: normalized_shape must name 1 to 2 trailing dims"):
-        mag._C._op(op["layer_norm"], [x], [3, 1e-6, False, False])
+        mag._C._op(op["layer_norm"], [x], [3, 1e-6, False, False, False])
