@@ -130,6 +130,14 @@ MAG_ALL_DTYPES(MAG_BLOCK_FNS)
 #undef MAG_BLOCK_FNS
 
 /*
+ * Ask for the line 2 KiB past p: streaming loops call it once per vector they load. A row of a
+ * reduction is a few pages and the hardware prefetchers start over at every 4 KiB page;
+ * asking ahead keeps the stream going (float32 sum over 4096 x 4096 at 1 thread, same buffer
+ * as torch: 0.87-1.00 -> 1.00-1.08 of torch's speed).
+ */
+#define MAG_AHEAD(p) __builtin_prefetch((const char *)(p) + 2048, 0, 3)
+
+/*
  * out (A) = the sum of vexpr over the m values of dtype ID at src (a const storage pointer),
  * where vexpr is written in x (a vector of A, or a scalar for the tail) and scalars of the
  * caller: four vector accumulators, then a pairwise tree over their lanes, so m adds make only
@@ -144,6 +152,7 @@ MAG_ALL_DTYPES(MAG_BLOCK_FNS)
         int64_t i_ = 0;                                                                                                \
         for (; i_ + 4 * L_ <= (m); i_ += 4 * L_) {                                                                     \
             vsum_t_ x;                                                                                                 \
+            for (int p_ = 0; p_ < 4; ++p_) MAG_AHEAD((src) + i_ + p_ * L_);                                           \
             MAG_VLOAD_##ID(x, (src) + i_);                                                                             \
             s0_ += (vexpr);                                                                                            \
             MAG_VLOAD_##ID(x, (src) + i_ + L_);                                                                        \

@@ -457,6 +457,7 @@ RED_LIMITS(RED_START_FNS)
         int64_t i = 0;                                                                                                 \
         for (; i + 4 * L <= m; i += 4 * L)                                                                             \
             for (int u = 0; u < 4; ++u) {                                                                              \
+                MAG_AHEAD(src + i + u * L);                                                                            \
                 MAG_VLOAD_##ID(x[u], src + i + u * L);                                                                 \
                 b[u] = RED_VSEL(x[u], b[u], RED_GT_##dir(x[u], b[u]));                                                 \
                 nan |= x[u] != x[u];                                                                                   \
