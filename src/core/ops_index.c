@@ -38,7 +38,8 @@ static mag_status_t prepare_indices(const char *name, const mag_tensor_t *x, mag
     for (int64_t j = 0; j < k; ++j) {
         mag_tensor_t *c = idx[j];
         mag_status_t s = MAG_OK;
-        if (in_place_operand(c, MAG_DTYPE_INT64, *brank, bshape)) { /* a decode step's position: no copy launch */
+        /* a decode step's position goes as it is (no copy launch), unless index_put would write into it */
+        if (in_place_operand(c, MAG_DTYPE_INT64, *brank, bshape) && !mag_tensors_overlap(c, x)) {
             mag_tensor_retain(c);
         } else {
             mag_tensor_t *e;

@@ -251,6 +251,14 @@ def test_setitem_value_aliasing_the_target() -> None:
     assert_like_numpy(x, n)
 
 
+def test_setitem_index_aliasing_the_target() -> None:
+    # the indices are read as they were before the write, though the write changes them
+    x, n = T([1, 0, 3, 2], dtype=mag.int64), np.array([1, 0, 3, 2])
+    x[x] = T([10, 20, 30, 40], dtype=mag.int64)
+    n[n.copy()] = [10, 20, 30, 40]
+    np.testing.assert_array_equal(to_numpy(x), n)
+
+
 def test_setitem_bool_mask_with_tensor_values() -> None:
     x, t = T.arange(6, dtype=mag.float32), torch.arange(6.0)
     m = [True, False, True, False, False, True]
