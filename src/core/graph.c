@@ -153,7 +153,8 @@ static mag_status_t replay(mag_graph_t *g, int64_t *ns) {
     if (capturing) return mag_error(MAG_ERR_RUNTIME, "graph replay: not while this thread captures a graph");
     const mag_backend_t *be = mag_cpu_backend();
     mag_status_t s = MAG_OK;
-    for (int64_t i = 0, ahead = -1; i < g->n && s == MAG_OK; ++i) {
+    int64_t ahead = -1; /* the parallel launch whose inputs were last handed to the backend's read-ahead */
+    for (int64_t i = 0; i < g->n && s == MAG_OK; ++i) {
         const launch_t *l = &g->launches[i];
         if (!l->parallel && l->next_parallel > ahead) { /* the first of a serial stretch */
             ahead = l->next_parallel;
@@ -163,8 +164,9 @@ static mag_status_t replay(mag_graph_t *g, int64_t *ns) {
         s = mag_launch(l->fn, l->op, l->key, l->out, l->in, l->n_in, l->attrs, l->n_attrs, l->work, l->single_thread);
         if (ns) ns[i] = (int64_t)(mag_now_ns() - t0);
     }
-    be->prefetch_end(); /* nothing reads the graph's tensors once the replay returns (a parallel launch that ran
-                           on one thread, the pool being busy, or a failed one, left it running) */
+    /* nothing reads the graph's tensors once the replay returns (a parallel launch that ran on one
+       thread, the pool being busy, or a failed one, may have left a read-ahead running) */
+    if (ahead >= 0) be->prefetch_end();
     return s;
 }
 

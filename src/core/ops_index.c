@@ -8,10 +8,12 @@
 
 #include <string.h>
 
-/* t as the kernels take it as it is: dtype dt, contiguous, of exactly this shape. */
-static bool in_place_operand(const mag_tensor_t *t, mag_dtype_t dt, int64_t rank, const int64_t *shape) {
+/* t as the kernels take it as it is: dtype dt, contiguous, of exactly this shape, apart from x (which
+   index_put writes). */
+static bool usable_as_is(const mag_tensor_t *t, mag_dtype_t dt, int64_t rank, const int64_t *shape,
+                         const mag_tensor_t *x) {
     return t->dtype == dt && t->rank == rank && !memcmp(t->shape, shape, (size_t)rank * sizeof(int64_t)) &&
-           mag_tensor_is_contiguous(t);
+           mag_tensor_is_contiguous(t) && !mag_tensors_overlap(t, x);
 }
 
 /* Broadcast the index tensors, check their values, and give them as contiguous int64 of shape B (copied unless they are). */
@@ -38,8 +40,7 @@ static mag_status_t prepare_indices(const char *name, const mag_tensor_t *x, mag
     for (int64_t j = 0; j < k; ++j) {
         mag_tensor_t *c = idx[j];
         mag_status_t s = MAG_OK;
-        /* a decode step's position goes as it is (no copy launch), unless index_put would write into it */
-        if (in_place_operand(c, MAG_DTYPE_INT64, *brank, bshape) && !mag_tensors_overlap(c, x)) {
+        if (usable_as_is(c, MAG_DTYPE_INT64, *brank, bshape, x)) { /* a decode step's position: no copy launch */
             mag_tensor_retain(c);
         } else {
             mag_tensor_t *e;
@@ -112,7 +113,7 @@ mag_status_t mag_front_index_put(mag_op_t op, mag_tensor_t *const *in, int64_t n
     MAG_TRY(prepare_indices("index_put", dst, in + 1, k, dense + 1, &brank, bshape));
     mag_status_t s = indexed_shape("index_put", dst, k, brank, bshape, &rank, shape);
     mag_tensor_t *vals = NULL;
-    if (s == MAG_OK && in_place_operand(in[0], dst->dtype, rank, shape) && !mag_tensors_overlap(in[0], dst)) {
+    if (s == MAG_OK && usable_as_is(in[0], dst->dtype, rank, shape, dst)) {
         mag_tensor_retain(in[0]); /* a KV-cache write: the new keys as they are */
         vals = in[0];
     } else if (s == MAG_OK) { /* values: broadcast to the indexed shape, in dst's dtype, never aliasing dst */

@@ -239,7 +239,7 @@ MAG_INLINE void att_ask(const uint8_t *at, int64_t bytes) {
     for (int64_t c = 0; c < bytes; c += 64) __builtin_prefetch(at + c, 0, 3);
 }
 MAG_INLINE void att_ask_row(const att_pf_t *pf, int64_t j) {
-    if (pf && pf->at && j < pf->n) att_ask(pf->at + j * pf->row, pf->bytes);
+    if (pf->at && j < pf->n) att_ask(pf->at + j * pf->row, pf->bytes);
 }
 
 /* Wide scores: s[j][0:ATT_R] = sum_x k[j][x] * qt[x][0:ATT_R] (rows past nj repeat the last key). */
@@ -306,7 +306,8 @@ MAG_INLINE void att_qk_narrow(float *s, const uint8_t *k, int64_t ldk, const flo
 
 /*
  * o[r][:] += sum_j p[j, r] * v[j][:] for rows 0..rp-1 in tiles of n rows; p[j, r] sits at
- * p[j * psj + r * psr]. n, the strides and the kind are constants after inlining.
+ * p[j * psj + r * psr]. n, the strides and the kind are constants after inlining. The narrow
+ * path passes pf and asks for lines ahead; the wide one (NULL) reads its block from cache.
  */
 MAG_INLINE void att_pv(float *o, int64_t ldo, const float *p, const int64_t psj, const int64_t psr, const uint8_t *v,
                        int64_t ldv, int64_t nj, int64_t rp, const att_pf_t *pf, const int n, const int kind) {
@@ -319,7 +320,7 @@ MAG_INLINE void att_pv(float *o, int64_t ldo, const float *p, const int64_t psj,
             for (int r = 0; r < n; ++r)
                 for (int u = 0; u < 4; ++u) acc[r][u] = _mm512_loadu_ps(out + r * ldo + 16 * u);
             for (int64_t j = 0; j < nj; ++j) {
-                if (r0 == 0 && c == 0) att_ask(v + j * vrow + ATT_AHEAD, ldo * ATT_SIZE(kind)), att_ask_row(pf, j);
+                if (pf && r0 == 0 && c == 0) att_ask(v + j * vrow + ATT_AHEAD, ldo * ATT_SIZE(kind)), att_ask_row(pf, j);
                 __m512 vv[4];
                 for (int u = 0; u < 4; ++u) vv[u] = att_ld16(v + j * vrow, c + 16 * u, kind);
                 for (int r = 0; r < n; ++r) {
@@ -334,7 +335,7 @@ MAG_INLINE void att_pv(float *o, int64_t ldo, const float *p, const int64_t psj,
             for (int r = 0; r < n; ++r)
                 for (int l = 0; l < ATT_EC; ++l) acc[r][l] = out[r * ldo + l];
             for (int64_t j = 0; j < nj; ++j) {
-                if (r0 == 0 && c == 0) att_ask(v + j * vrow + ATT_AHEAD, ldo * ATT_SIZE(kind)), att_ask_row(pf, j);
+                if (pf && r0 == 0 && c == 0) att_ask(v + j * vrow + ATT_AHEAD, ldo * ATT_SIZE(kind)), att_ask_row(pf, j);
                 for (int r = 0; r < n; ++r) {
                     float pj = p[j * psj + (r0 + r) * psr];
                     for (int l = 0; l < ATT_EC; ++l) acc[r][l] = mag_vm_fma(pj, att_ld1(v + j * vrow, c + l, kind), acc[r][l]);

@@ -25,18 +25,22 @@
         }                                                                                                              \
         return total;                                                                                                  \
     }                                                                                                                  \
-    /* p[j] of a weight or bias in x's dtype (p16) or in the compute type */                                      \
+    typedef A norm_vec_##ID __attribute__((vector_size(MAG_VBYTES)));                                                  \
+    /* p[j] of a weight or bias in x's dtype (p16) or in the compute type, and the vector from p[j] on */              \
     static inline A norm_param_##ID(const void *p, bool p16, int64_t j) {                                              \
-        return p16 ? MAG_LD_##ID(((const ST *)p)[j]) : ((const A *)p)[j];                                          \
+        return p16 ? MAG_LD_##ID(((const ST *)p)[j]) : ((const A *)p)[j];                                              \
+    }                                                                                                                  \
+    static inline void norm_vparam_##ID(norm_vec_##ID *v, const void *p, bool p16, int64_t j) {                        \
+        if (p16) MAG_VLOAD_##ID(*v, (const ST *)p + j);                                                                \
+        else MAG_VLOAD(*v, (const A *)p + j);                                                                          \
     }                                                                                                                  \
     /* dst = (src - mean) * scale (rounded to ST first with `round`) (* w) (+ b) */                                    \
     static void norm_out_##ID(const ST *src, ST *dst, int64_t n, A mean, A scale, const void *w, bool w16,             \
                               const void *b, bool b16, bool round) {                                                   \
-        typedef A vec_t __attribute__((vector_size(MAG_VBYTES)));                                                      \
         enum { L = MAG_VBYTES / sizeof(A) };                                                                           \
         int64_t j = 0;                                                                                                 \
         for (; j + L <= n; j += L) {                                                                                   \
-            vec_t v, p;                                                                                                \
+            norm_vec_##ID v, p;                                                                                        \
             MAG_VLOAD_##ID(v, src + j);                                                                                \
             v = (v - mean) * scale;                                                                                    \
             if (round) {                                                                                               \
@@ -44,16 +48,8 @@
                 MAG_VSTORE_##ID(r, v);                                                                                 \
                 MAG_VLOAD_##ID(v, r);                                                                                  \
             }                                                                                                          \
-            if (w) {                                                                                                   \
-                if (w16) MAG_VLOAD_##ID(p, (const ST *)w + j);                                                         \
-                else MAG_VLOAD(p, (const A *)w + j);                                                                   \
-                v *= p;                                                                                                \
-            }                                                                                                          \
-            if (b) {                                                                                                   \
-                if (b16) MAG_VLOAD_##ID(p, (const ST *)b + j);                                                         \
-                else MAG_VLOAD(p, (const A *)b + j);                                                                   \
-                v += p;                                                                                                \
-            }                                                                                                          \
+            if (w) norm_vparam_##ID(&p, w, w16, j), v *= p;                                                            \
+            if (b) norm_vparam_##ID(&p, b, b16, j), v += p;                                                            \
             MAG_VSTORE_##ID(dst + j, v);                                                                               \
         }                                                                                                              \
         for (; j < n; ++j) {                                                                                           \
