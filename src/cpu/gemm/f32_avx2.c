@@ -1,7 +1,6 @@
 /*
  * The AVX2 + FMA + F16C path: a 6 x 16 float32 microkernel (12 accumulators in the 16 YMM
- * registers); float16 and bfloat16 are widened to float32 while packing. GEMV: the portable
- * kernels, vectorised by the compiler for AVX2.
+ * registers); float16 and bfloat16 are widened to float32 while packing. GEMV: gemv_avx2.c.
  */
 #include "pack.h"
 #include "ukr.h"
@@ -34,7 +33,3 @@ const mag_gemm_kernel_t mag_gemm_f32_avx2 = {
     .mr = MR, .nr = NR, .kq = 1, .esz = 4, .mc = 6 * 16, .kc = 256, .nc = 1024,
     .pack_a = pack_a, .pack_b = pack_b, .ukr = ukr, .epi = mag_gemm_epilogue_generic,
 };
-
-#include "gemv_c.h"
-
-const mag_gemv_kernel_t mag_gemv_avx2 = {.dot = gemv_dot, .axpy = gemv_axpy};

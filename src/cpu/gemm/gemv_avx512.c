@@ -91,44 +91,4 @@ static inline __attribute__((always_inline)) void axpy_rows(const mag_dtype_t dt
     if (j < n) axpy_step(dt, MX, R, 1, n, j, mag_tail_mask(n - j), p, xs, w, ldw, y);
 }
 
-/*
- * y[r] = sum_p x[r][p] * w[p*ldw ...]. With y in L1 (MX * n <= 4096), one row of W per pass,
- * so W (or this thread's share of each row) is read strictly in order: on Zen 4 that matched
- * the x @ W.T stream (1x768x3072 f32, one thread, from DRAM: 29-30 vs 29-31 GB/s), where 16
- * interleaved rows per pass read 26-27 and 4-8 rows 21-25. With y in L2 (n = 151936), each
- * pass takes R rows, which cuts y's loads and stores R-fold: 27 GB/s against 22 one row a time.
- */
-static inline __attribute__((always_inline)) void axpy_t(const mag_dtype_t dt, const int MX, int64_t n, int64_t k,
-                                                           const float *x, const void *w, int64_t ldw, float *y) {
-    const int R = MX == 1 ? 8 : 4; /* broadcast x values stay in registers */
-    for (int64_t j = 0; j < MX * n; ++j) y[j] = 0.0f;
-    int64_t p = 0;
-    if (MX * n > 4096)
-        for (; p + R <= k; p += R) axpy_rows(dt, MX, R, n, k, p, x, w, ldw, y);
-    for (; p < k; ++p) axpy_rows(dt, MX, 1, n, k, p, x, w, ldw, y);
-}
-
-#define BY_ROWS(fn, dt, mx, ...)                                                                                       \
-    switch (mx) {                                                                                                      \
-    case 1: fn(dt, 1, __VA_ARGS__); break;                                                                             \
-    case 2: fn(dt, 2, __VA_ARGS__); break;                                                                             \
-    case 3: fn(dt, 3, __VA_ARGS__); break;                                                                             \
-    default: fn(dt, 4, __VA_ARGS__);                                                                                   \
-    }
-#define BY_DTYPE(fn, dt, ...)                                                                                          \
-    switch (dt) {                                                                                                      \
-    case MAG_DTYPE_FLOAT16: BY_ROWS(fn, MAG_DTYPE_FLOAT16, __VA_ARGS__) break;                                         \
-    case MAG_DTYPE_BFLOAT16: BY_ROWS(fn, MAG_DTYPE_BFLOAT16, __VA_ARGS__) break;                                       \
-    default: BY_ROWS(fn, MAG_DTYPE_FLOAT32, __VA_ARGS__)                                                               \
-    }
-
-static void dot(mag_dtype_t dt, int64_t m, int64_t n, int64_t k, const float *x, const void *w, int64_t ldw, float *y) {
-    BY_DTYPE(dot_t, dt, m, n, k, x, w, ldw, y)
-}
-
-static void axpy(mag_dtype_t dt, int64_t m, int64_t n, int64_t k, const float *x, const void *w, int64_t ldw,
-                 float *y) {
-    BY_DTYPE(axpy_t, dt, m, n, k, x, w, ldw, y)
-}
-
-const mag_gemv_kernel_t mag_gemv_avx512 = {.dot = dot, .axpy = axpy};
+MAG_GEMV_KERNEL(mag_gemv_avx512)

@@ -1,6 +1,5 @@
 /*
- * GEMV kernels in plain C (see mag_gemv_fn), included by generic.c and f32_avx2.c so they
- * compile with each file's flags; the includer defines cvt_row. Partial sums sit in
+ * GEMV kernels in plain C (see mag_gemv_fn), included by generic.c, which defines cvt_row. Partial sums sit in
  * independent lanes, so the compiler vectorises without reassociating float additions.
  * Rows of W are read front to back, one at a time: a single sequential stream.
  */

@@ -1,0 +1,103 @@
+/*
+ * AVX2 + FMA + F16C GEMV for up to MAG_GEMV_MAX_M rows of x (see mag_gemv_fn): bandwidth-bound,
+ * so W is streamed once, in order, while every row of x uses each loaded vector of W. 16-bit
+ * weights are widened in registers (zero-extend and shift for bf16, vcvtph2ps for f16); the
+ * portable C kernels this replaces widened them through a stack buffer and kept their partial
+ * sums in memory: bf16 W from memory read at 41-57% of the machine's bandwidth (Zen 3, 2 threads).
+ */
+#include "kernel.h"
+
+#include <immintrin.h>
+
+
+/* 8 weights from w[idx...] as float32. */
+static inline __attribute__((always_inline)) __m256 ld8(const mag_dtype_t dt, const void *w, int64_t idx) {
+    if (dt == MAG_DTYPE_FLOAT32) return _mm256_loadu_ps((const float *)w + idx);
+    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + idx));
+    if (dt == MAG_DTYPE_FLOAT16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+static inline __attribute__((always_inline)) float ld1(const mag_dtype_t dt, const void *w, int64_t idx) {
+    if (dt == MAG_DTYPE_FLOAT32) return ((const float *)w)[idx];
+    uint16_t h = ((const uint16_t *)w)[idx];
+    return dt == MAG_DTYPE_FLOAT16 ? mag_f16_to_f32(h) : mag_bitsf((uint32_t)h << 16);
+}
+
+static inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+}
+
+/*
+ * y[r][j] = x[r] . w[j*ldw ...], one row of W at a time (a single sequential stream). MX * U
+ * accumulators stay within the 16 YMM registers beside the loaded weights. Unlike the AVX-512
+ * kernels these do not ask for W's lines ahead: on Zen 3 the hardware prefetchers keep up alone
+ * (float32, 2 threads, Qwen3-0.6B decode shapes from memory: 29-35 GB/s without, 26-30 asking
+ * 2 KiB ahead; bfloat16 within noise either way).
+ */
+static inline __attribute__((always_inline)) void dot_t(const mag_dtype_t dt, const int MX, int64_t n, int64_t k,
+                                                          const float *x, const void *w, int64_t ldw, float *y) {
+    const int U = MX == 1 ? 8 : MX == 2 ? 4 : 2;
+    for (int64_t j = 0; j < n; ++j) {
+        int64_t row = j * ldw, p = 0;
+        __m256 s[MAG_GEMV_MAX_M][8];
+        for (int r = 0; r < MX; ++r)
+            for (int u = 0; u < U; ++u) s[r][u] = _mm256_setzero_ps();
+        for (; p + 8 * U <= k; p += 8 * U) {
+            for (int u = 0; u < U; ++u) {
+                __m256 wv = ld8(dt, w, row + p + 8 * u);
+                for (int r = 0; r < MX; ++r)
+                    s[r][u] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + r * k + p + 8 * u), s[r][u]);
+            }
+        }
+        for (; p + 8 <= k; p += 8) {
+            __m256 wv = ld8(dt, w, row + p);
+            for (int r = 0; r < MX; ++r) s[r][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + r * k + p), s[r][0]);
+        }
+        for (int r = 0; r < MX; ++r) {
+            for (int u = 1; u < U; ++u) s[r][0] = _mm256_add_ps(s[r][0], s[r][u]);
+            float t = hsum(s[r][0]);
+            for (int64_t q = p; q < k; ++q) t += x[r * k + q] * ld1(dt, w, row + q);
+            y[r * n + j] = t;
+        }
+    }
+}
+
+/* y[r][j, j + 8 J) += sum over R rows q of W[p + q][j, j + 8 J) * x[r][p + q]; xs[r * 8 + q] holds x[r][p + q] broadcast. */
+static inline __attribute__((always_inline)) void axpy_step(const mag_dtype_t dt, const int MX, const int R,
+                                                              const int J, int64_t n, int64_t j, int64_t p,
+                                                              const __m256 *xs, const void *w, int64_t ldw, float *y) {
+    __m256 acc[MAG_GEMV_MAX_M][4];
+    for (int r = 0; r < MX; ++r)
+        for (int u = 0; u < J; ++u) acc[r][u] = _mm256_loadu_ps(y + r * n + j + 8 * u);
+    for (int q = 0; q < R; ++q) {
+        for (int u = 0; u < J; ++u) {
+            __m256 wv = ld8(dt, w, (p + q) * ldw + j + 8 * u);
+            for (int r = 0; r < MX; ++r) acc[r][u] = _mm256_fmadd_ps(wv, xs[r * 8 + q], acc[r][u]);
+        }
+    }
+    for (int r = 0; r < MX; ++r)
+        for (int u = 0; u < J; ++u) _mm256_storeu_ps(y + r * n + j + 8 * u, acc[r][u]);
+}
+
+/* R rows of W from depth p into y (MX rows of n): whole vectors, then the row's tail one column at a time. */
+static inline __attribute__((always_inline)) void axpy_rows(const mag_dtype_t dt, const int MX, const int R, int64_t n,
+                                                              int64_t k, int64_t p, const float *x, const void *w,
+                                                              int64_t ldw, float *y) {
+    const int J = R > 1 ? 1 : MX <= 2 ? 4 : 2;
+    __m256 xs[MAG_GEMV_MAX_M * 8];
+    for (int r = 0; r < MX; ++r)
+        for (int q = 0; q < R; ++q) xs[r * 8 + q] = _mm256_set1_ps(x[r * k + p + q]);
+    int64_t j = 0;
+    for (; j + 8 * J <= n; j += 8 * J) axpy_step(dt, MX, R, J, n, j, p, xs, w, ldw, y);
+    for (; j + 8 <= n; j += 8) axpy_step(dt, MX, R, 1, n, j, p, xs, w, ldw, y);
+    for (; j < n; ++j)
+        for (int q = 0; q < R; ++q) {
+            float wq = ld1(dt, w, (p + q) * ldw + j);
+            for (int r = 0; r < MX; ++r) y[r * n + j] += x[r * k + p + q] * wq;
+        }
+}
+
+MAG_GEMV_KERNEL(mag_gemv_avx2)
