@@ -455,8 +455,8 @@ RED_LIMITS(RED_START_FNS)
         mask_t nan = {0};                                                                                              \
         for (int u = 0; u < 4; ++u) b[u] = (vec_t){0} + best;                                                          \
         int64_t i = 0;                                                                                                 \
-        for (; i + 4 * L <= m; i += 4 * L)                                                                             \
-            for (int u = 0; u < 4; ++u) {                                                                              \
+        for (; i + 4 * L <= m; i += 4 * L) /* unrolled, so b and x stay in registers (not spilled in halves) */        \
+            _Pragma("GCC unroll 4") for (int u = 0; u < 4; ++u) {                                                      \
                 MAG_AHEAD(src + i + u * L);                                                                            \
                 MAG_VLOAD_##ID(x[u], src + i + u * L);                                                                 \
                 b[u] = RED_VSEL(x[u], b[u], RED_GT_##dir(x[u], b[u]));                                                 \
