@@ -5,10 +5,9 @@
  * portable C kernels this replaces widened them through a stack buffer and kept their partial
  * sums in memory: bf16 W from memory read at 41-57% of the machine's bandwidth (Zen 3, 2 threads).
  */
-#include "kernel.h"
+#include "pack.h"
 
 #include <immintrin.h>
-
 
 /* 8 weights from w[idx...] as float32. */
 static inline __attribute__((always_inline)) __m256 ld8(const mag_dtype_t dt, const void *w, int64_t idx) {
@@ -16,12 +15,6 @@ static inline __attribute__((always_inline)) __m256 ld8(const mag_dtype_t dt, co
     __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + idx));
     if (dt == MAG_DTYPE_FLOAT16) return _mm256_cvtph_ps(h);
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
-
-static inline __attribute__((always_inline)) float ld1(const mag_dtype_t dt, const void *w, int64_t idx) {
-    if (dt == MAG_DTYPE_FLOAT32) return ((const float *)w)[idx];
-    uint16_t h = ((const uint16_t *)w)[idx];
-    return dt == MAG_DTYPE_FLOAT16 ? mag_f16_to_f32(h) : mag_bitsf((uint32_t)h << 16);
 }
 
 static inline float hsum(__m256 v) {
@@ -59,7 +52,7 @@ static inline __attribute__((always_inline)) void dot_t(const mag_dtype_t dt, co
         for (int r = 0; r < MX; ++r) {
             for (int u = 1; u < U; ++u) s[r][0] = _mm256_add_ps(s[r][0], s[r][u]);
             float t = hsum(s[r][0]);
-            for (int64_t q = p; q < k; ++q) t += x[r * k + q] * ld1(dt, w, row + q);
+            for (int64_t q = p; q < k; ++q) t += x[r * k + q] * gemm_ld(dt, w, row + q);
             y[r * n + j] = t;
         }
     }
@@ -95,7 +88,7 @@ static inline __attribute__((always_inline)) void axpy_rows(const mag_dtype_t dt
     for (; j + 8 <= n; j += 8) axpy_step(dt, MX, R, 1, n, j, p, xs, w, ldw, y);
     for (; j < n; ++j)
         for (int q = 0; q < R; ++q) {
-            float wq = ld1(dt, w, (p + q) * ldw + j);
+            float wq = gemm_ld(dt, w, (p + q) * ldw + j);
             for (int r = 0; r < MX; ++r) y[r * n + j] += x[r * k + p + q] * wq;
         }
 }

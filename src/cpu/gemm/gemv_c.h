@@ -1,6 +1,7 @@
 /*
- * GEMV kernels in plain C (see mag_gemv_fn), included by generic.c, which defines cvt_row. Partial sums sit in
- * independent lanes, so the compiler vectorises without reassociating float additions.
+ * GEMV kernels in plain C (see mag_gemv_fn), included by generic.c, which defines cvt_row.
+ * Partial sums sit in independent lanes, so the compiler vectorises without reassociating float
+ * additions.
  * Rows of W are read front to back, one at a time: a single sequential stream.
  */
 #ifndef MAG_CPU_GEMM_GEMV_C_H
