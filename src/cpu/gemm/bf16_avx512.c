@@ -37,7 +37,7 @@ const mag_gemm_kernel_t mag_gemm_bf16_avx512 = {
 static inline __attribute__((always_inline)) void dot_bf16_rows(const int MX, const int JR, int64_t n, int64_t k,
                                                                   const uint16_t *xh, const uint16_t *w, int64_t ldw,
                                                                   float *y, bool acc, int64_t j) {
-    enum { U = 4, AHEAD_BYTES = 2048 };
+    enum { U = 4 };
     __m512 s[2][MAG_GEMV_MAX_M][U];
     for (int q = 0; q < JR; ++q)
         for (int r = 0; r < MX; ++r)
@@ -47,7 +47,7 @@ static inline __attribute__((always_inline)) void dot_bf16_rows(const int MX, co
         for (int u = 0; u < U; ++u)
             for (int q = 0; q < JR; ++q) {
                 const uint16_t *at = w + (j + q) * ldw + p + 32 * u;
-                _mm_prefetch((const char *)((uintptr_t)at + AHEAD_BYTES), _MM_HINT_T0); /* may pass W's end */
+                MAG_AHEAD(at, 0); /* one 64-byte vector per line */
                 __m512i wv = _mm512_loadu_si512(at);
                 for (int r = 0; r < MX; ++r)
                     s[q][r][u] = MAC(s[q][r][u], wv, _mm512_loadu_si512(xh + r * k + p + 32 * u));

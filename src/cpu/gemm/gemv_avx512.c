@@ -18,14 +18,14 @@ static inline __attribute__((always_inline)) __m512 ld16(const mag_dtype_t dt, c
  * y[r][j] = x[r] . w[j*ldw ...], one row of W at a time: with contiguous rows W is then read as
  * a single sequential stream, which the hardware prefetchers serve best (several rows in
  * parallel, i.e. interleaved streams, measured up to 40% slower from DRAM). Each line is also
- * asked for 2 KiB ahead: with W on 2 MiB pages (the allocator's, a .mag mapping's) that lifts
- * the stream from 25.5-27 to 28-30 GB/s at 2 threads (float32 768 x 2304, 73 weights cold;
- * the huge-page read probe 27-29); 4 KiB ahead gains nothing.
+ * asked for MAG_READ_AHEAD bytes ahead: with W on 2 MiB pages (the allocator's, a .mag
+ * mapping's) that lifts the stream from 25.5-27 to 28-30 GB/s at 2 threads (float32 768 x 2304,
+ * 73 weights cold; the huge-page read probe 27-29).
  */
 static inline __attribute__((always_inline)) void dot_t(const mag_dtype_t dt, const int MX, int64_t n, int64_t k,
                                                           const float *x, const void *w, int64_t ldw, float *y) {
     const int U = MX > 2 ? 2 : 4; /* vectors per step: MX * U <= 8 accumulators hide the FMA latency */
-    const int64_t es = dt == MAG_DTYPE_FLOAT32 ? 4 : 2, ahead = 2048;
+    const int64_t es = dt == MAG_DTYPE_FLOAT32 ? 4 : 2;
     for (int64_t j = 0; j < n; ++j) {
         int64_t row = j * ldw, p = 0;
         __m512 s[MAG_GEMV_MAX_M][4];
@@ -33,8 +33,7 @@ static inline __attribute__((always_inline)) void dot_t(const mag_dtype_t dt, co
             for (int u = 0; u < U; ++u) s[r][u] = _mm512_setzero_ps();
         for (; p + 16 * U <= k; p += 16 * U)
             for (int u = 0; u < U; ++u) {
-                uintptr_t at = (uintptr_t)w + (uintptr_t)((row + p + 16 * u) * es + ahead); /* may pass W's end */
-                _mm_prefetch((const char *)at, _MM_HINT_T0);
+                MAG_AHEAD((const char *)w + (row + p + 16 * u) * es, 16 * u * es);
                 __m512 wv = ld16(dt, w, row + p + 16 * u, 0xffff);
                 for (int r = 0; r < MX; ++r)
                     s[r][u] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(x + r * k + p + 16 * u), s[r][u]);

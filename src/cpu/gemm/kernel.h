@@ -6,6 +6,7 @@
 #define MAG_CPU_GEMM_KERNEL_H
 
 #include "gemm.h"
+#include "../read_ahead.h"
 
 #include <stddef.h>
 

@@ -13,6 +13,7 @@
 #define MAG_CPU_KERNELS_BLOCKS_H
 
 #include "ew.h"
+#include "../read_ahead.h"
 
 #if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
@@ -130,17 +131,15 @@ MAG_ALL_DTYPES(MAG_BLOCK_FNS)
 #undef MAG_BLOCK_FNS
 
 /*
- * Ask for the line 2 KiB past p: streaming loops call it once per vector they load. A row of a
- * reduction is a few pages and the hardware prefetchers start over at every 4 KiB page;
- * asking ahead keeps the stream going (float32 sum over 4096 x 4096 at 1 thread, same buffer
- * as torch, Sapphire Rapids: 0.87-1.00 -> 1.00-1.08 of torch's speed). The AVX2 variant does not
- * ask: on Zen 3 (the AVX2 machine measured) the hints cost more than they bring (the same sum
- * 0.72-0.96 of torch with them, 0.93-1.07 without).
+ * MAG_VSUM asks ahead except on AVX2: on Zen 3 (the AVX2 machine measured) a float32 sum over
+ * 4096 x 4096 at 1 thread ran at 0.78-0.88 of torch's speed with the hints and 0.98-1.05
+ * without (once per line; one hint per vector had measured 0.72-0.96), while the extremes' loop
+ * (more work per byte) gained from them: max over rows 0.90-0.97 -> 0.95-1.15 across two sittings.
  */
-#if defined(__AVX512F__) || !defined(__AVX2__)
-#define MAG_AHEAD(p) __builtin_prefetch((const char *)(p) + 2048, 0, 3)
+#if defined(__AVX2__) && !defined(__AVX512F__)
+#define MAG_VSUM_AHEAD(p, off) ((void)(p))
 #else
-#define MAG_AHEAD(p) ((void)(p))
+#define MAG_VSUM_AHEAD(p, off) MAG_AHEAD(p, off)
 #endif
 
 /*
@@ -158,7 +157,7 @@ MAG_ALL_DTYPES(MAG_BLOCK_FNS)
         int64_t i_ = 0;                                                                                                \
         for (; i_ + 4 * L_ <= (m); i_ += 4 * L_) {                                                                     \
             vsum_t_ x;                                                                                                 \
-            for (int p_ = 0; p_ < 4; ++p_) MAG_AHEAD((src) + i_ + p_ * L_);                                           \
+            for (int p_ = 0; p_ < 4; ++p_) MAG_VSUM_AHEAD((src) + i_ + p_ * L_, p_ * L_ * sizeof(*(src)));             \
             MAG_VLOAD_##ID(x, (src) + i_);                                                                             \
             s0_ += (vexpr);                                                                                            \
             MAG_VLOAD_##ID(x, (src) + i_ + L_);                                                                        \

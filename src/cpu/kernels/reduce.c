@@ -457,7 +457,7 @@ RED_LIMITS(RED_START_FNS)
         int64_t i = 0;                                                                                                 \
         for (; i + 4 * L <= m; i += 4 * L) /* unrolled, so b and x stay in registers (not spilled in halves) */        \
             _Pragma("GCC unroll 4") for (int u = 0; u < 4; ++u) {                                                      \
-                MAG_AHEAD(src + i + u * L);                                                                            \
+                MAG_AHEAD(src + i + u * L, u * L * sizeof(ST));                                                        \
                 MAG_VLOAD_##ID(x[u], src + i + u * L);                                                                 \
                 b[u] = RED_VSEL(x[u], b[u], RED_GT_##dir(x[u], b[u]));                                                 \
                 nan |= x[u] != x[u];                                                                                   \
