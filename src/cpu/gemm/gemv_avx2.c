@@ -25,9 +25,10 @@ static inline float hsum(__m256 v) {
 
 /*
  * y[r][j] = x[r] . w[j*ldw ...], one row of W at a time (a single sequential stream). MX * U
- * accumulators stay within the 16 YMM registers beside the loaded weights. W's lines are asked
- * for ahead (read_ahead.h): Zen 3, Qwen3-0.6B bf16 decode at 2 threads 18.7-19.5 -> 20.4-22.5
- * tok/s; a 1 GiB stream of this loop reads 12.4 -> 13.7 GB/s (bf16, 1 thread), 14.7 -> 19.5 (f32).
+ * accumulators stay within the 16 YMM registers beside the loaded weights. 16-bit W's lines are
+ * asked for ahead (read_ahead.h): Zen 3, Qwen3-0.6B bf16 decode at 2 threads 18.7-19.5 ->
+ * 20.4-22.5 tok/s. float32 W is not: there GPT-2 124M decode read 84-90% of the bound without
+ * hints and 72-80% with them (interleaved runs), as the plain float32 sums do (blocks.h).
  */
 static inline __attribute__((always_inline)) void dot_t(const mag_dtype_t dt, const int MX, int64_t n, int64_t k,
                                                           const float *x, const void *w, int64_t ldw, float *y) {
@@ -40,7 +41,7 @@ static inline __attribute__((always_inline)) void dot_t(const mag_dtype_t dt, co
             for (int u = 0; u < U; ++u) s[r][u] = _mm256_setzero_ps();
         for (; p + 8 * U <= k; p += 8 * U) {
             for (int u = 0; u < U; ++u) {
-                MAG_AHEAD((const char *)w + (row + p + 8 * u) * es, 8 * u * es);
+                if (es == 2) MAG_AHEAD((const char *)w + (row + p + 8 * u) * es, 8 * u * es);
                 __m256 wv = ld8(dt, w, row + p + 8 * u);
                 for (int r = 0; r < MX; ++r)
                     s[r][u] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + r * k + p + 8 * u), s[r][u]);
