@@ -3,7 +3,7 @@
  * (BLIS loop order: nc columns of B, kc depths, mc rows of A) and runs the path's packers and
  * microkernel. Each thread packs its own panels into scratch memory that it keeps between calls.
  */
-#include "kernel.h"
+#include "pack.h"
 #include "core/internal.h"
 #include "cpu/cpuinfo.h"
 #include "cpu/iter.h"
@@ -311,12 +311,7 @@ static bool gemv(const job_t *g, const mag_gemv_kernel_t *v, mag_gemm_epi_fn epi
     if (!x) return false;
     float *y = x + g->M * g->K;
     for (int64_t r = 0; r < g->M; ++r)
-        for (int64_t p = 0; p < g->K; ++p) {
-            const uint8_t *s = ELEM(g->A, r, p, g->rsa, g->csa, g->es);
-            x[r * g->K + p] = g->dt == MAG_DTYPE_FLOAT32    ? *(const float *)s
-                              : g->dt == MAG_DTYPE_FLOAT16 ? mag_f16_to_f32(*(const uint16_t *)s)
-                                                            : mag_bitsf((uint32_t)*(const uint16_t *)s << 16);
-        }
+        for (int64_t p = 0; p < g->K; ++p) x[r * g->K + p] = gemm_ld(g->dt, ELEM(g->A, r, p, g->rsa, g->csa, g->es), 0);
     if (rows_split) return gemv_rows_split(g, v, epi, x, ti, nt, sh);
     if (!on_demand) {
         share(g->N, nt, ti, 64, &n0, &n1);
