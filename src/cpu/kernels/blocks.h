@@ -133,8 +133,9 @@ MAG_ALL_DTYPES(MAG_BLOCK_FNS)
 /*
  * MAG_VSUM asks ahead except on AVX2: on Zen 3 (the AVX2 machine measured) a float32 sum over
  * 4096 x 4096 at 1 thread ran at 0.78-0.88 of torch's speed with the hints and 0.98-1.05
- * without (once per line; one hint per vector had measured 0.72-0.96), while the extremes' loop
- * (more work per byte) gained from them: max over rows 0.90-0.97 -> 0.95-1.15 across two sittings.
+ * without (hints once per line; one per vector had measured 0.72-0.96, and 1 KiB ahead instead
+ * of 2 read 0.73-0.85), while the extremes' loop (more work per byte) gained from them: max over
+ * rows 0.90-0.97 -> 0.95-1.15 across two sittings.
  */
 #if defined(__AVX2__) && !defined(__AVX512F__)
 #define MAG_VSUM_AHEAD(p, off) ((void)(p))
