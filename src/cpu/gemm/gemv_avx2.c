@@ -25,10 +25,8 @@ static inline float hsum(__m256 v) {
 
 /*
  * y[r][j] = x[r] . w[j*ldw ...], one row of W at a time (a single sequential stream). MX * U
- * accumulators stay within the 16 YMM registers beside the loaded weights. 16-bit W's lines are
- * asked for ahead (read_ahead.h): Zen 3, Qwen3-0.6B bf16 decode at 2 threads 18.7-19.5 ->
- * 20.4-22.5 tok/s. float32 W is not: there GPT-2 124M decode read 84-90% of the bound without
- * hints and 72-80% with them (interleaved runs), as the plain float32 sums do (blocks.h).
+ * accumulators stay within the 16 YMM registers beside the loaded weights. W's lines are asked
+ * for ahead where that pays (MAG_AHEAD_STREAM: 16-bit W on this variant, not float32).
  */
 static inline __attribute__((always_inline)) void dot_t(const mag_dtype_t dt, const int MX, int64_t n, int64_t k,
                                                           const float *x, const void *w, int64_t ldw, float *y) {
@@ -41,7 +39,7 @@ static inline __attribute__((always_inline)) void dot_t(const mag_dtype_t dt, co
             for (int u = 0; u < U; ++u) s[r][u] = _mm256_setzero_ps();
         for (; p + 8 * U <= k; p += 8 * U) {
             for (int u = 0; u < U; ++u) {
-                if (es == 2) MAG_AHEAD((const char *)w + (row + p + 8 * u) * es, 8 * u * es);
+                MAG_AHEAD_STREAM((const char *)w + (row + p + 8 * u) * es, 8 * u * es, es);
                 __m256 wv = ld8(dt, w, row + p + 8 * u);
                 for (int r = 0; r < MX; ++r)
                     s[r][u] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + r * k + p + 8 * u), s[r][u]);
@@ -60,7 +58,8 @@ static inline __attribute__((always_inline)) void dot_t(const mag_dtype_t dt, co
     }
 }
 
-/* y[r][j, j + 8 J) += sum over R rows q of W[p + q][j, j + 8 J) * x[r][p + q]; xs[r * 8 + q] holds x[r][p + q] broadcast. */
+/* y[r][j, j + 8 J) += sum over R rows q of W[p + q][j, j + 8 J) * x[r][p + q];
+ * xs[r * 8 + q] holds x[r][p + q] broadcast. */
 static inline __attribute__((always_inline)) void axpy_step(const mag_dtype_t dt, const int MX, const int R,
                                                               const int J, int64_t n, int64_t j, int64_t p,
                                                               const __m256 *xs, const void *w, int64_t ldw, float *y) {

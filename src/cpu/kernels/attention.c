@@ -230,12 +230,13 @@ MAG_INLINE __m512 att_ld16(const uint8_t *p, int64_t i, const int kind) {
  * prefetchers. So the narrow loops ask for lines themselves, a few with every row rather than a
  * block in one burst (which stalls on the fill buffers): the score loop for its keys
  * MAG_READ_AHEAD bytes on and for the block's values (row j with key j), the weighted sum for
- * its values MAG_READ_AHEAD on and for the next block's keys. Qwen3-0.6B shapes, bfloat16, 190 keys, caches
- * flushed, 2 threads: 69-72 -> 57-58 us per layer (one burst per block before); 1 thread
- * 148-154 -> 112-113.
+ * its values MAG_READ_AHEAD on and for the next block's keys. Qwen3-0.6B shapes, bfloat16,
+ * 190 keys, caches flushed, 2 threads: 69-72 -> 57-58 us per layer (one burst per block
+ * before); 1 thread 148-154 -> 112-113.
  */
+/* The lines of the `bytes` bytes MAG_READ_AHEAD past at. */
 MAG_INLINE void att_ask(const uint8_t *at, int64_t bytes) {
-    for (int64_t c = 0; c < bytes; c += 64) __builtin_prefetch(at + c, 0, 3);
+    for (int64_t c = 0; c < bytes; c += 64) __builtin_prefetch(at + MAG_READ_AHEAD + c, 0, 3);
 }
 MAG_INLINE void att_ask_row(const att_pf_t *pf, int64_t j) {
     if (pf->at && j < pf->n) att_ask(pf->at + j * pf->row, pf->bytes);
@@ -265,7 +266,7 @@ MAG_INLINE void att_qk_narrow(float *s, const uint8_t *k, int64_t ldk, const flo
     for (int64_t j = 0; j < nj; j += ATT_JT) {
         const uint8_t *kr[ATT_JT];
         for (int t = 0; t < ATT_JT; ++t) kr[t] = k + (j + t < nj ? j + t : nj - 1) * ldk * ATT_SIZE(kind);
-        for (int t = 0; t < ATT_JT; ++t) att_ask(kr[t] + MAG_READ_AHEAD, ep * ATT_SIZE(kind)), att_ask_row(pf, j + t);
+        for (int t = 0; t < ATT_JT; ++t) att_ask(kr[t], ep * ATT_SIZE(kind)), att_ask_row(pf, j + t);
 #if defined(__AVX512F__)
         __m512 acc[ATT_JT][ATT_NARROW];
         for (int t = 0; t < ATT_JT; ++t)
@@ -319,7 +320,7 @@ MAG_INLINE void att_pv(float *o, int64_t ldo, const float *p, const int64_t psj,
             for (int r = 0; r < n; ++r)
                 for (int u = 0; u < 4; ++u) acc[r][u] = _mm512_loadu_ps(out + r * ldo + 16 * u);
             for (int64_t j = 0; j < nj; ++j) {
-                if (pf && r0 == 0 && c == 0) att_ask(v + j * vrow + MAG_READ_AHEAD, ldo * ATT_SIZE(kind)), att_ask_row(pf, j);
+                if (pf && r0 == 0 && c == 0) att_ask(v + j * vrow, ldo * ATT_SIZE(kind)), att_ask_row(pf, j);
                 __m512 vv[4];
                 for (int u = 0; u < 4; ++u) vv[u] = att_ld16(v + j * vrow, c + 16 * u, kind);
                 for (int r = 0; r < n; ++r) {
@@ -334,7 +335,7 @@ MAG_INLINE void att_pv(float *o, int64_t ldo, const float *p, const int64_t psj,
             for (int r = 0; r < n; ++r)
                 for (int l = 0; l < ATT_EC; ++l) acc[r][l] = out[r * ldo + l];
             for (int64_t j = 0; j < nj; ++j) {
-                if (pf && r0 == 0 && c == 0) att_ask(v + j * vrow + MAG_READ_AHEAD, ldo * ATT_SIZE(kind)), att_ask_row(pf, j);
+                if (pf && r0 == 0 && c == 0) att_ask(v + j * vrow, ldo * ATT_SIZE(kind)), att_ask_row(pf, j);
                 for (int r = 0; r < n; ++r) {
                     float pj = p[j * psj + (r0 + r) * psr];
                     for (int l = 0; l < ATT_EC; ++l) acc[r][l] = mag_vm_fma(pj, att_ld1(v + j * vrow, c + l, kind), acc[r][l]);

@@ -131,23 +131,6 @@ MAG_ALL_DTYPES(MAG_BLOCK_FNS)
 #undef MAG_BLOCK_FNS
 
 /*
- * MAG_VSUM asks ahead, except on AVX2 over float32 or wider values: on Zen 3 (the AVX2 machine
- * measured) a float32 sum over 4096 x 4096 at 1 thread ran at 0.78-0.88 of torch's speed with the
- * hints and 0.98-1.05 without (hints once per line; one per vector had measured 0.72-0.96, and
- * 1 KiB ahead instead of 2 read 0.73-0.85). Loops with more work per byte gain from them there:
- * bfloat16 sums over rows 1.09-1.21 -> 1.44-1.61 of torch, max over float32 rows 0.90-0.97 ->
- * 0.95-1.15 (the extremes always ask).
- */
-#if defined(__AVX2__) && !defined(__AVX512F__)
-#define MAG_VSUM_AHEAD(p, off)                                                                                         \
-    do {                                                                                                               \
-        if (sizeof(*(p)) < 4) MAG_AHEAD(p, off);                                                                       \
-    } while (0)
-#else
-#define MAG_VSUM_AHEAD(p, off) MAG_AHEAD(p, off)
-#endif
-
-/*
  * out (A) = the sum of vexpr over the m values of dtype ID at src (a const storage pointer),
  * where vexpr is written in x (a vector of A, or a scalar for the tail) and scalars of the
  * caller: four vector accumulators, then a pairwise tree over their lanes, so m adds make only
@@ -162,7 +145,8 @@ MAG_ALL_DTYPES(MAG_BLOCK_FNS)
         int64_t i_ = 0;                                                                                                \
         for (; i_ + 4 * L_ <= (m); i_ += 4 * L_) {                                                                     \
             vsum_t_ x;                                                                                                 \
-            for (int p_ = 0; p_ < 4; ++p_) MAG_VSUM_AHEAD((src) + i_ + p_ * L_, p_ * L_ * sizeof(*(src)));             \
+            for (int p_ = 0; p_ < 4; ++p_)                                                                             \
+                MAG_AHEAD_STREAM((src) + i_ + p_ * L_, p_ * L_ * sizeof(*(src)), sizeof(*(src)));                      \
             MAG_VLOAD_##ID(x, (src) + i_);                                                                             \
             s0_ += (vexpr);                                                                                            \
             MAG_VLOAD_##ID(x, (src) + i_ + L_);                                                                        \
