@@ -179,6 +179,36 @@ static void check_batched(const path_case_t *pc, mag_dtype_t dt, int64_t batch, 
 
 static const float alphas[] = {1.0f, 1.0f, 0.5f, -2.0f}, betas[] = {0.0f, 1.0f, -0.75f, 0.0f};
 
+/*
+ * The path's epilogue stores the same bits as the portable one where C is not read (beta == 0):
+ * rounding ties, NaN, infinities, float16 overflow and subnormals, on full vectors and tails.
+ */
+static void check_epilogue(const path_case_t *pc, mag_dtype_t dt) {
+    ++n_cases;
+    enum { M = 3, N = 45 };
+    static const float special[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -3e-39f, 65504.0f, 65519.0f,
+                                    65520.0f, -1e6f, 1.00390625f, 1.01171875f, 1.0009765625f, 6e-8f, 3e-5f, 2.5f};
+    const int n_special = (int)(sizeof(special) / sizeof(special[0]));
+    size_t es = mag_dtype_info(dt)->size;
+    float t[M * N];
+    for (int i = 0; i < M * N; ++i) t[i] = i % 2 ? special[i / 2 % n_special] : (float)rnd_unit() * 100.0f;
+    const uint32_t nan_payload = 0x7f80ffffu; /* a NaN that rounding like a number would change */
+    memcpy(&t[3], &nan_payload, 4);
+    uint8_t got[M * N * 4], want[M * N * 4];
+    const mag_gemm_kernel_t *k = pc->k ? pc->k : mag_gemm_kernel(pc->path, dt);
+    int64_t bad = 0;
+    for (float alpha = 1.0f; alpha > -3.0f; alpha -= 3.0f) {
+        memset(got, 0x5a, sizeof got), memset(want, 0x5a, sizeof want);
+        k->epi(dt, M, N, t, N, got, N, 1, alpha, 0.0f);
+        mag_gemm_epilogue_generic(dt, M, N, t, N, want, N, 1, alpha, 0.0f);
+        bad += memcmp(got, want, (size_t)(M * N) * es) != 0;
+    }
+    if (bad) {
+        ++n_failed;
+        printf("FAIL %s %s epilogue: bits differ from the portable one\n", pc->name, mag_dtype_info(dt)->name);
+    }
+}
+
 static void run_path(const path_case_t *pc, const mag_dtype_t *dts, int n_dts, bool quick) {
     static const int64_t edge[] = {1, 7, 15, 16, 17, 33, 255};
     const int n_edge = quick ? 6 : 7;
@@ -213,6 +243,7 @@ static void run_path(const path_case_t *pc, const mag_dtype_t *dts, int n_dts, b
             }
         static const int64_t batches[][2] = {{1, 2}, {5, 3}, {6, 3}, {9, 2}}; /* (batch, threads) */
         for (int i = 0; i < 4 && !pc->k; ++i) check_batched(pc, dt, batches[i][0], batches[i][1]);
+        check_epilogue(pc, dt);
         /* K == 0: C = beta * C */
         check(pc, dt, 5, 9, 0, ROW, ROW, GAPS, 1.0f, -0.5f, 2);
         check(pc, dt, 5, 9, 0, ROW, ROW, ROW, 1.0f, 0.0f, 1);

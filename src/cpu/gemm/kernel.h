@@ -115,6 +115,8 @@ void mag_gemm_epilogue_generic(mag_dtype_t dt, int64_t m, int64_t n, const float
 extern const mag_gemm_kernel_t mag_gemm_f32_generic;
 extern const mag_gemv_kernel_t mag_gemv_generic;
 #if defined(__x86_64__)
+void mag_gemm_epilogue_avx2(mag_dtype_t dt, int64_t m, int64_t n, const float *t, int64_t ldt, void *c, int64_t rsc,
+                            int64_t csc, float alpha, float beta);
 extern const mag_gemm_kernel_t mag_gemm_f32_avx2;
 extern const mag_gemv_kernel_t mag_gemv_avx2;
 void mag_gemm_epilogue_avx512(mag_dtype_t dt, int64_t m, int64_t n, const float *t, int64_t ldt, void *c, int64_t rsc,
