@@ -181,7 +181,8 @@ static const float alphas[] = {1.0f, 1.0f, 0.5f, -2.0f}, betas[] = {0.0f, 1.0f, 
 
 /*
  * The path's epilogue stores the same bits as the portable one where C is not read (beta == 0):
- * rounding ties, NaN, infinities, float16 overflow and subnormals, on full vectors and tails.
+ * rounding ties, NaN, infinities, float16 overflow and subnormals, on full vectors and tails, into
+ * a row-major and a column-major C.
  */
 static void check_epilogue(const path_case_t *pc, mag_dtype_t dt) {
     ++n_cases;
@@ -197,12 +198,14 @@ static void check_epilogue(const path_case_t *pc, mag_dtype_t dt) {
     uint8_t got[M * N * 4], want[M * N * 4];
     const mag_gemm_kernel_t *k = pc->k ? pc->k : mag_gemm_kernel(pc->path, dt);
     int64_t bad = 0;
-    for (float alpha = 1.0f; alpha > -3.0f; alpha -= 3.0f) {
-        memset(got, 0x5a, sizeof got), memset(want, 0x5a, sizeof want);
-        k->epi(dt, M, N, t, N, got, N, 1, alpha, 0.0f);
-        mag_gemm_epilogue_generic(dt, M, N, t, N, want, N, 1, alpha, 0.0f);
-        bad += memcmp(got, want, (size_t)(M * N) * es) != 0;
-    }
+    for (int col_major = 0; col_major < 2; ++col_major)
+        for (float alpha = 1.0f; alpha > -3.0f; alpha -= 3.0f) {
+            int64_t rsc = col_major ? 1 : N, csc = col_major ? M : 1;
+            memset(got, 0x5a, sizeof got), memset(want, 0x5a, sizeof want);
+            k->epi(dt, M, N, t, N, got, rsc, csc, alpha, 0.0f);
+            mag_gemm_epilogue_generic(dt, M, N, t, N, want, rsc, csc, alpha, 0.0f);
+            bad += memcmp(got, want, (size_t)(M * N) * es) != 0;
+        }
     if (bad) {
         ++n_failed;
         printf("FAIL %s %s epilogue: bits differ from the portable one\n", pc->name, mag_dtype_info(dt)->name);

@@ -51,7 +51,8 @@ void mag_gemm_epilogue_generic(mag_dtype_t dt, int64_t m, int64_t n, const float
             else if (csc == 1)
                 for (int64_t j = 0; j < n; ++j) ci[j] = alpha * t[j] + beta * ci[j];
             else
-                for (int64_t j = 0; j < n; ++j) ci[j * csc] = alpha * t[j] + (beta == 0.0f ? 0.0f : beta * ci[j * csc]);
+                for (int64_t j = 0; j < n; ++j) /* beta == 0: not read, and -0.0 stays -0.0 */
+                    ci[j * csc] = beta == 0.0f ? alpha * t[j] : alpha * t[j] + beta * ci[j * csc];
             continue;
         }
         uint16_t *ci = (uint16_t *)c + i * rsc;
