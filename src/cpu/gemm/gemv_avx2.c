@@ -1,9 +1,10 @@
 /*
  * AVX2 + FMA + F16C GEMV for up to MAG_GEMV_MAX_M rows of x (see mag_gemv_fn): bandwidth-bound,
- * so W is streamed once, in order, while every row of x uses each loaded vector of W. 16-bit
- * weights are widened in registers (zero-extend and shift for bf16, vcvtph2ps for f16); the
- * portable C kernels this replaces widened them through a stack buffer and kept their partial
- * sums in memory: bf16 W from memory read at 41-57% of the machine's bandwidth (Zen 3, 2 threads).
+ * so W is streamed once (x @ W.T: as a few sequential streams, see dot_t) while every row of x
+ * uses each loaded vector of W. 16-bit weights are widened in registers (zero-extend and shift
+ * for bf16, vcvtph2ps for f16); the portable C kernels this replaces widened them through a
+ * stack buffer and kept their partial sums in memory: bf16 W from memory read at 41-57% of the
+ * machine's bandwidth (Zen 3, 2 threads).
  */
 #include "pack.h"
 
