@@ -27,6 +27,7 @@
 #define RED_ROW_MIN 32  /* a dense innermost reduced row at least this long is walked along instead */
 #define RED_BLOCK 1024  /* elements of a dense row per SIMD step */
 #define RED_TILE_ROWS 4 /* tile rows combined per pass over the tile's running values */
+#define RED_SPAN 32     /* whole blocks of a dense row summed as two streams half of them apart (128 KiB of f32) */
 
 /* ---- geometry and walking ---- */
 typedef struct red_geom {
@@ -280,6 +281,24 @@ RED_SUM_STATE(double)
  */
 #define RED_SUM_KERNEL(name, ID, ST, A, expr, vexpr, pre) RED_SUM_KERNEL_(name, ID, ST, A, expr, vexpr, pre)
 #define RED_SUM_KERNEL_(name, ID, ST, A, expr, vexpr, pre)                                                             \
+    /* An even number (<= RED_SPAN) of whole blocks of a dense row from v: block b and block b + h (h: half of them)   \
+       summed side by side, their sums carried in order. Returns the elements taken. */                                \
+    static int64_t red_##name##_##ID##_span(red_sum_##A##_t *st, const ST *v, int64_t n) {                             \
+        const A c = st->c[0];                                                                                          \
+        (void)c;                                                                                                       \
+        const int64_t span = (n / RED_BLOCK < RED_SPAN ? n / RED_BLOCK : RED_SPAN) / 2 * 2, h = span / 2;              \
+        A sums[RED_SPAN];                                                                                              \
+        for (int64_t b = 0; b < h; ++b) {                                                                              \
+            A two[2];                                                                                                  \
+            MAG_VSUM_STREAMS(A, ID, 2, v + b * RED_BLOCK, h * RED_BLOCK, RED_BLOCK, vexpr, two);                       \
+            sums[b] = two[0], sums[b + h] = two[1];                                                                    \
+        }                                                                                                              \
+        for (int64_t b = 0; b < span; ++b) {                                                                           \
+            st->blk[0] += sums[b];                                                                                     \
+            red_sum_##A##_carry(st);                                                                                   \
+        }                                                                                                              \
+        return span * RED_BLOCK;                                                                                       \
+    }                                                                                                                  \
     static void row_red_##name##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {    \
         red_sum_##A##_t *st = (red_sum_##A##_t *)(uintptr_t)a;                                                         \
         const uint8_t *xp = p[0];                                                                                      \
@@ -288,6 +307,12 @@ RED_SUM_STATE(double)
             const A c = st->c[0];                                                                                      \
             (void)c;                                                                                                   \
             while (n > 0) {                                                                                            \
+                if (!(pre) && st->blk_n == 0 && n >= 2 * RED_BLOCK) { /* whole blocks: two streams */                  \
+                    int64_t took = red_##name##_##ID##_span(st, (const ST *)(const void *)xp, n);                      \
+                    xp += took * s[0];                                                                                 \
+                    n -= took;                                                                                         \
+                    continue;                                                                                          \
+                }                                                                                                      \
                 int64_t m = RED_BLOCK - st->blk_n;                                                                     \
                 m = m < n ? m : n;                                                                                     \
                 const ST *v = (const ST *)(const void *)xp;                                                            \
