@@ -2,18 +2,9 @@
  * The AVX2 + FMA + F16C path: a 6 x 16 float32 microkernel (12 accumulators in the 16 YMM
  * registers); float16 and bfloat16 are widened to float32 while packing. GEMV: gemv_avx2.c.
  */
+#include "avx2.h"
 #include "pack.h"
 #include "ukr.h"
-
-#include <immintrin.h>
-
-/* 8 elements of a row from src, widened to float32. */
-static inline __m256 load8(mag_dtype_t dt, const uint8_t *src) {
-    if (dt == MAG_DTYPE_FLOAT32) return _mm256_loadu_ps((const float *)src);
-    __m128i v = _mm_loadu_si128((const __m128i *)src);
-    return dt == MAG_DTYPE_FLOAT16 ? _mm256_cvtph_ps(v)
-                                   : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
-}
 
 static void cvt_row(mag_dtype_t dt, const void *src, int64_t n, float *dst) {
     if (dt == MAG_DTYPE_FLOAT32) {
@@ -22,7 +13,7 @@ static void cvt_row(mag_dtype_t dt, const void *src, int64_t n, float *dst) {
     }
     const uint16_t *h = src;
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, load8(dt, (const uint8_t *)(h + i)));
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, mag_avx2_ld8(dt, h, i));
     for (; i < n; ++i) dst[i] = dt == MAG_DTYPE_FLOAT16 ? mag_f16_to_f32(h[i]) : mag_bf16_to_f32(h[i]);
 }
 
@@ -62,21 +53,21 @@ static inline void store_first(float *d, __m256 v, int n) {
  * of 8 rows x 8 depths through a register transposition. Element by element, this copy took a
  * third of a float32 128 x 768 x 3072 x @ W.T at 1 thread.
  */
-static void pack_rows(mag_dtype_t dt, int64_t m, int64_t k, const uint8_t *x, int64_t rs, float *dst, int r) {
-    const int64_t es = (int64_t)mag_dtype_info(dt)->size, kv = k / 8 * 8;
+static void pack_rows(mag_dtype_t dt, int64_t m, int64_t k, const void *x, int64_t rs, float *dst, int r) {
+    const int64_t kv = k / 8 * 8;
     for (int64_t i0 = 0; i0 < m; i0 += r, dst += r * k) {
         int64_t rows = mag_gemm_min(r, m - i0);
         for (int g = 0; g < r; g += 8) { /* 8 lanes of the panel's rows at a time; a narrower panel stores fewer */
             for (int64_t p = 0; p < kv; p += 8) {
                 __m256 v[8];
                 for (int i = 0; i < 8; ++i)
-                    v[i] = g + i < rows ? load8(dt, x + ((i0 + g + i) * rs + p) * es) : _mm256_setzero_ps();
+                    v[i] = g + i < rows ? mag_avx2_ld8(dt, x, (i0 + g + i) * rs + p) : _mm256_setzero_ps();
                 transpose8(v);
                 for (int q = 0; q < 8; ++q) store_first(dst + (p + q) * r + g, v[q], r - g);
             }
         }
         for (int64_t p = kv; p < k; ++p)
-            for (int64_t i = 0; i < r; ++i) dst[p * r + i] = i < rows ? gemm_ld(dt, x + (i0 + i) * rs * es, p) : 0.0f;
+            for (int64_t i = 0; i < r; ++i) dst[p * r + i] = i < rows ? gemm_ld(dt, x, (i0 + i) * rs + p) : 0.0f;
     }
 }
 
@@ -107,7 +98,7 @@ void mag_gemm_epilogue_avx2(mag_dtype_t dt, int64_t m, int64_t n, const float *t
         uint8_t *ci = (uint8_t *)c + i * rsc * es;
         for (int64_t j = 0; j < nv; j += 8) {
             __m256 v = _mm256_mul_ps(va, _mm256_loadu_ps(t + j));
-            if (beta != 0.0f) v = _mm256_fmadd_ps(vb, load8(dt, ci + j * es), v);
+            if (beta != 0.0f) v = _mm256_fmadd_ps(vb, mag_avx2_ld8(dt, ci, j), v);
             if (dt == MAG_DTYPE_FLOAT32) _mm256_storeu_ps((float *)ci + j, v);
             else if (dt == MAG_DTYPE_FLOAT16) _mm_storeu_si128((__m128i *)(ci + j * es), _mm256_cvtps_ph(v, 0));
             else _mm_storeu_si128((__m128i *)(ci + j * es), to_bf16(v));

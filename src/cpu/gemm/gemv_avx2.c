@@ -6,17 +6,8 @@
  * stack buffer and kept their partial sums in memory: bf16 W from memory read at 41-57% of the
  * machine's bandwidth (Zen 3, 2 threads).
  */
+#include "avx2.h"
 #include "pack.h"
-
-#include <immintrin.h>
-
-/* 8 weights from w[idx...] as float32. */
-static inline __attribute__((always_inline)) __m256 ld8(const mag_dtype_t dt, const void *w, int64_t idx) {
-    if (dt == MAG_DTYPE_FLOAT32) return _mm256_loadu_ps((const float *)w + idx);
-    __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + idx));
-    if (dt == MAG_DTYPE_FLOAT16) return _mm256_cvtph_ps(h);
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-}
 
 static inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -47,13 +38,13 @@ static inline __attribute__((always_inline)) void dot_rows(const mag_dtype_t dt,
             for (int t = 0; t < S; ++t) {
                 int64_t at = (j + t * q) * ldw + p + 8 * u;
                 MAG_AHEAD_STREAM((const char *)w + at * es, 8 * u * es, es);
-                __m256 wv = ld8(dt, w, at);
+                __m256 wv = mag_avx2_ld8(dt, w, at);
                 for (int r = 0; r < MX; ++r) s[t][r][u] = _mm256_fmadd_ps(wv, xv[r], s[t][r][u]);
             }
         }
     for (; p + 8 <= k; p += 8)
         for (int t = 0; t < S; ++t) {
-            __m256 wv = ld8(dt, w, (j + t * q) * ldw + p);
+            __m256 wv = mag_avx2_ld8(dt, w, (j + t * q) * ldw + p);
             for (int r = 0; r < MX; ++r) s[t][r][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + r * k + p), s[t][r][0]);
         }
     for (int t = 0; t < S; ++t)
@@ -89,7 +80,7 @@ static inline __attribute__((always_inline)) void axpy_step(const mag_dtype_t dt
         for (int u = 0; u < J; ++u) acc[r][u] = _mm256_loadu_ps(y + r * n + j + 8 * u);
     for (int q = 0; q < R; ++q) {
         for (int u = 0; u < J; ++u) {
-            __m256 wv = ld8(dt, w, (p + q) * ldw + j + 8 * u);
+            __m256 wv = mag_avx2_ld8(dt, w, (p + q) * ldw + j + 8 * u);
             for (int r = 0; r < MX; ++r) acc[r][u] = _mm256_fmadd_ps(wv, xs[r * 8 + q], acc[r][u]);
         }
     }
