@@ -104,12 +104,17 @@ def noise_note(results: dict[str, Timing]) -> str:
 
 
 def read_bandwidth(threads: int, nbytes: int = 1 << 30, reps: int = 5) -> float:
-    """Bytes/s of a streaming read at `threads` threads: torch summing a float32 buffer larger than any
-    cache, best of `reps` (STREAM-style; the bound that weight-streaming GEMV and decode are held to).
+    """Bytes/s of a streaming read at `threads` threads: the best of torch's and magnetron's sums over
+    one float32 buffer larger than any cache, best of `reps` each (STREAM-style; the bound that
+    weight-streaming GEMV and decode are held to).
 
     The buffer asks the OS for 2 MiB pages, as magnetron's allocator and its .mag mappings do: the
-    machine's best streaming read (here 25-26 GB/s, where torch's own 4 KiB-page buffers read 17-20).
+    machine's best streaming read (measured on one machine 25-26 GB/s, where torch's own 4 KiB-page
+    buffers read 17-20). Two readers because neither is the machine's best everywhere: torch reads
+    one stream per thread, magnetron's sum two (on Zen 3 it reads 25 GB/s on one core where torch's
+    reads 20-22); a probe below what a kernel reaches would make that kernel's bound generous.
     """
+    import magnetron as mag
     import torch
 
     torch.set_num_threads(threads)
@@ -119,10 +124,15 @@ def read_bandwidth(threads: int, nbytes: int = 1 << 30, reps: int = 5) -> float:
         buf.madvise(mmap.MADV_HUGEPAGE)
     x = torch.frombuffer(buf, dtype=torch.float32)
     x.fill_(1.0)
+    shared = mag.Tensor.from_dlpack(x)  # the same pages, not a copy
+    previous_threads = mag.context.num_threads
+    mag.context.num_threads = threads
     best = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        x.sum()
-        best = min(best, time.perf_counter() - t0)
-    del x  # the mapping closes once nothing views it
+    for read in (x.sum, shared.sum):  # both run eagerly
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            read()
+            best = min(best, time.perf_counter() - t0)
+    mag.context.num_threads = previous_threads
+    del x, shared, read  # the mapping closes once nothing views it
     return nbytes / best
