@@ -104,6 +104,40 @@ static inline void mag_vstore_bf16(uint16_t *p, const mag_vf_t *v) {
 #define MAG_VSTORE_FLOAT32 MAG_VSTORE
 #define MAG_VSTORE_FLOAT64 MAG_VSTORE
 
+/*
+ * A binary row of a LANES-mode op (ew.h) on bfloat16: widen, compute and round a vector at a
+ * time in registers, a 64-byte line of results at a time; a large output streams (stream.h)
+ * from its first whole line. Through float32 chunks (the HALF loop) every value went through
+ * L1 three more times: c = a + b on 1e7 values, one Zen 3 core, 6.5 -> 3.3 ms (a C test).
+ */
+#define MAG_EW_BINARY_LOOP_LANES(MODE, expr, ID, ST, CT, XS, YS)                                                       \
+    enum { L_ = MAG_VBYTES / sizeof(float), LINE_ = 64 / sizeof(out_t) };                                              \
+    const bool stream = mag_stream_worth((size_t)n * sizeof(out_t));                                                   \
+    const mag_vf_t x1_ = (mag_vf_t){0} + ((XS) ? 0.0f : MAG_LD_##ID(xs[0]));                                           \
+    const mag_vf_t y1_ = (mag_vf_t){0} + ((YS) ? 0.0f : MAG_LD_##ID(ys[0]));                                           \
+    int64_t i_ = 0;                                                                                                    \
+    for (; i_ < n && stream && (uintptr_t)(o + i_) % 64; ++i_) {                                                       \
+        CT x = MAG_LD_##ID(xs[(XS) * i_]), y = MAG_LD_##ID(ys[(YS) * i_]);                                             \
+        o[i_] = MAG_EW_ST_##MODE(ID, expr);                                                                            \
+    }                                                                                                                  \
+    for (; i_ + LINE_ <= n; i_ += LINE_) {                                                                             \
+        out_t line_[LINE_] __attribute__((aligned(64)));                                                               \
+        out_t *dst_ = stream ? line_ : o + i_;                                                                         \
+        for (int q_ = 0; q_ < LINE_; q_ += L_) {                                                                       \
+            mag_vf_t x = x1_, y = y1_;                                                                                 \
+            if (XS) MAG_VLOAD_##ID(x, xs + i_ + q_);                                                                   \
+            if (YS) MAG_VLOAD_##ID(y, ys + i_ + q_);                                                                   \
+            mag_vf_t r_ = (expr);                                                                                      \
+            MAG_VSTORE_##ID(dst_ + q_, r_);                                                                            \
+        }                                                                                                              \
+        if (stream) mag_stream_store(o + i_, line_, sizeof(line_));                                                    \
+    }                                                                                                                  \
+    for (; i_ < n; ++i_) {                                                                                             \
+        CT x = MAG_LD_##ID(xs[(XS) * i_]), y = MAG_LD_##ID(ys[(YS) * i_]);                                             \
+        o[i_] = MAG_EW_ST_##MODE(ID, expr);                                                                            \
+    }                                                                                                                  \
+    if (stream) mag_stream_fence();
+
 static inline void mag_f16_to_f32_block(const uint16_t *src, float *dst, int64_t n) {
     int64_t i = 0;
     for (; i + MAG_VBYTES / 4 <= n; i += MAG_VBYTES / 4) {

@@ -17,11 +17,17 @@
 #include "ew_math.h"
 #include "stream.h"
 
-/* Output modes: SAME stores the compute dtype, BOOL stores booleans (comparisons, logical ops). */
+/*
+ * Output modes: SAME stores the compute dtype, BOOL stores booleans (comparisons, logical ops).
+ * LANES is SAME for an expression that also computes on float32 vectors (+ - * /): bfloat16 rows
+ * then take MAG_EW_BINARY_LOOP_LANES (blocks.h; the kernel file includes it).
+ */
 #define MAG_EW_OT_SAME(ST) ST
 #define MAG_EW_OT_BOOL(ST) uint8_t
+#define MAG_EW_OT_LANES MAG_EW_OT_SAME
 #define MAG_EW_ST_SAME(ID, v) MAG_ST_##ID(v)
 #define MAG_EW_ST_BOOL(ID, v) MAG_ST_BOOLEAN(v)
+#define MAG_EW_ST_LANES MAG_EW_ST_SAME
 
 /* Rows may use per-op values prepared once per row from the op's attributes (see clamp). */
 #define MAG_EW_NO_PREP(CT, a)
@@ -61,10 +67,13 @@ MAG_ALL_DTYPES(MAG_EW_LOAD_FN)
 /* chunk results: SAME overwrites the float32 operand buffer `in` (then converted), BOOL has its own */
 #define MAG_EW_RES_SAME(name, in) float *name = (in)
 #define MAG_EW_RES_BOOL(name, in) uint8_t name[MAG_EW_CHUNK]
+#define MAG_EW_RES_LANES MAG_EW_RES_SAME
 #define MAG_EW_BUFST_SAME(v) ((float)(v))
 #define MAG_EW_BUFST_BOOL(v) MAG_ST_BOOLEAN(v)
+#define MAG_EW_BUFST_LANES MAG_EW_BUFST_SAME
 #define MAG_EW_PUT_SAME(ID, o, b, m) MAG_ST_N_##ID(o, b, m)
 #define MAG_EW_PUT_BOOL(ID, o, b, m) memcpy(o, b, (size_t)(m))
+#define MAG_EW_PUT_LANES MAG_EW_PUT_SAME
 /* a chunk's results go into o, or for a large row (`stream`) through a buffer streamed out */
 #define MAG_EW_PUT(MODE, ID, o, b, m)                                                                                  \
     if (stream) {                                                                                                      \
@@ -136,8 +145,11 @@ MAG_ALL_DTYPES(MAG_EW_LOAD_FN)
         MAG_EW_PUT(MODE, ID, o + i0, rb, m)                                                                            \
     }                                                                                                                  \
     if (stream) mag_stream_fence();
+/* the loop kind of a binary row: LANES for a LANES-mode op on bfloat16, else the dtype's path */
+#define MAG_EW_KIND_LANES_BFLOAT16 ~, LANES
+#define MAG_EW_BINARY_KIND(MODE, ID) MAG_EW_SECOND(MAG_EW_KIND_##MODE##_##ID, MAG_EW_PATH(ID), ~)
 #define MAG_EW_BINARY_LOOP(MODE, expr, ID, ST, CT, XS, YS)                                                             \
-    MAG_EW_CAT(MAG_EW_BINARY_LOOP_, MAG_EW_PATH(ID))(MODE, expr, ID, ST, CT, XS, YS)
+    MAG_EW_CAT(MAG_EW_BINARY_LOOP_, MAG_EW_BINARY_KIND(MODE, ID))(MODE, expr, ID, ST, CT, XS, YS)
 
 #define MAG_EW_UNARY_ROW(OP, MODE, PREP, expr, ID, ST, CT)                                                             \
     static void row_##OP##_##ID(uint8_t *const *p, const int64_t *s, int64_t n, const mag_kernel_args_t *a) {          \

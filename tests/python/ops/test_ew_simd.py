@@ -1,7 +1,7 @@
 """The vectorised paths of the elementwise kernels and softmax: float32 math accuracy in ulps
-against float64 references, 16-bit rows converted in chunks (lengths around the chunk and
-vector sizes, broadcast operands), float32 -> 16-bit rounding bit for bit, and softmax lanes
-longer than its buffer, strided, and side by side."""
+against float64 references, 16-bit rows converted in chunks or (bfloat16 + - * /) in registers
+(lengths around the chunk, vector and line sizes, broadcast operands), float32 -> 16-bit
+rounding bit for bit, and softmax lanes longer than its buffer, strided, and side by side."""
 
 from __future__ import annotations
 
@@ -111,6 +111,7 @@ def test_half_rows_around_chunk_sizes(dt: mag.dtype.DType) -> None:
         assert_same(ma.exp(), torch.exp(a), f"exp {what}")
         assert_same(ma.silu(), F.silu(a), f"silu {what}")
         assert_same(ma + mb, a + b, f"add {what}")
+        assert_same(ma / mb, a / b, f"div {what}")
         assert_same(ma * mb[:1], a * b[:1], f"mul by broadcast element {what}")
         assert_same(mb[:1] - ma, b[:1] - a, f"sub from broadcast element {what}")
         assert_same(ma < mb, a < b, f"lt {what}")
