@@ -19,8 +19,8 @@
 
 /*
  * Output modes: SAME stores the compute dtype, BOOL stores booleans (comparisons, logical ops).
- * LANES is SAME for an expression that also computes on float32 vectors (+ - * /): bfloat16 rows
- * then take MAG_EW_BINARY_LOOP_LANES (blocks.h; the kernel file includes it).
+ * LANES is SAME for an expression that also computes on float32 vectors (+ - * /): 16-bit float
+ * rows then take MAG_EW_BINARY_LOOP_LANES (blocks.h; the kernel file includes it).
  */
 #define MAG_EW_OT_SAME(ST) ST
 #define MAG_EW_OT_BOOL(ST) uint8_t
@@ -145,8 +145,9 @@ MAG_ALL_DTYPES(MAG_EW_LOAD_FN)
         MAG_EW_PUT(MODE, ID, o + i0, rb, m)                                                                            \
     }                                                                                                                  \
     if (stream) mag_stream_fence();
-/* the loop kind of a binary row: LANES for a LANES-mode op on bfloat16, else the dtype's path */
+/* the loop kind of a binary row: LANES for a LANES-mode op on a 16-bit float, else the dtype's path */
 #define MAG_EW_KIND_LANES_BFLOAT16 ~, LANES
+#define MAG_EW_KIND_LANES_FLOAT16 ~, LANES
 #define MAG_EW_BINARY_KIND(MODE, ID) MAG_EW_SECOND(MAG_EW_KIND_##MODE##_##ID, MAG_EW_PATH(ID), ~)
 #define MAG_EW_BINARY_LOOP(MODE, expr, ID, ST, CT, XS, YS)                                                             \
     MAG_EW_CAT(MAG_EW_BINARY_LOOP_, MAG_EW_BINARY_KIND(MODE, ID))(MODE, expr, ID, ST, CT, XS, YS)
