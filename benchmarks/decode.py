@@ -9,8 +9,9 @@
 Greedy, a 128-token prompt, 64 new tokens, 2 threads (issue 8). Runs alternate between the two
 contenders and the best of ``--runs`` is reported. Prefill = prompt tokens / time to the first
 new token; decode = (new tokens - 1) / time for the rest. The machine's read bandwidth (a large
-sum with torch over 2 MiB pages, best of several) over the bytes one decode step reads (every weight matrix once,
-plus the KV cache at mid-generation) gives the decode bound in tokens/s. A shared machine's
+sum over 2 MiB pages, the best of torch's and magnetron's, best of several) over the bytes one
+decode step reads (every weight matrix once, plus the KV cache at mid-generation) gives the
+decode bound in tokens/s. A shared machine's
 bandwidth moves by tens of percent within seconds, so it is measured right before and right
 after each magnetron run, that run's bound takes the mean of the two, and "% of bound" is the
 median over the runs of decode / that run's bound (each run's share is listed too). One untimed
