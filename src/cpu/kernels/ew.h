@@ -67,13 +67,10 @@ MAG_ALL_DTYPES(MAG_EW_LOAD_FN)
 /* chunk results: SAME overwrites the float32 operand buffer `in` (then converted), BOOL has its own */
 #define MAG_EW_RES_SAME(name, in) float *name = (in)
 #define MAG_EW_RES_BOOL(name, in) uint8_t name[MAG_EW_CHUNK]
-#define MAG_EW_RES_LANES MAG_EW_RES_SAME
 #define MAG_EW_BUFST_SAME(v) ((float)(v))
 #define MAG_EW_BUFST_BOOL(v) MAG_ST_BOOLEAN(v)
-#define MAG_EW_BUFST_LANES MAG_EW_BUFST_SAME
 #define MAG_EW_PUT_SAME(ID, o, b, m) MAG_ST_N_##ID(o, b, m)
 #define MAG_EW_PUT_BOOL(ID, o, b, m) memcpy(o, b, (size_t)(m))
-#define MAG_EW_PUT_LANES MAG_EW_PUT_SAME
 /* a chunk's results go into o, or for a large row (`stream`) through a buffer streamed out */
 #define MAG_EW_PUT(MODE, ID, o, b, m)                                                                                  \
     if (stream) {                                                                                                      \
