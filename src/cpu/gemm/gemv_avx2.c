@@ -57,39 +57,6 @@ static inline __attribute__((always_inline)) void dot_rows(const mag_dtype_t dt,
 }
 
 /*
- * dot_rows for one row of x (every decode step) and bfloat16 W: 16 depths a load, widened by
- * interleaving zeros below them, one instruction a half; the halves hold depths [0, 4) + [8, 12)
- * and [4, 8) + [12, 16), the order x takes through two lane permutes shared by the S rows. With
- * zero-extend-and-shift widening (twice the instructions) a Qwen3-0.6B bf16 decode step read its
- * bytes at 0.82-0.87 of the probe's bandwidth, with this 0.86-0.88 (Zen 3, 2 threads, in-process
- * ratios, 3 interleaved rounds).
- */
-static inline __attribute__((always_inline)) void dot_rows_bf16(const int S, int64_t k, const float *x,
-                                                                  const uint16_t *w, int64_t ldw, float *y, int64_t j,
-                                                                  int64_t q) {
-    const __m256i zero = _mm256_setzero_si256();
-    __m256 lo[4], hi[4];
-    for (int t = 0; t < S; ++t) lo[t] = hi[t] = _mm256_setzero_ps();
-    int64_t p = 0;
-    for (; p + 16 <= k; p += 16) {
-        __m256 xa = _mm256_loadu_ps(x + p), xb = _mm256_loadu_ps(x + p + 8);
-        __m256 xl = _mm256_permute2f128_ps(xa, xb, 0x20), xh = _mm256_permute2f128_ps(xa, xb, 0x31);
-        for (int t = 0; t < S; ++t) {
-            const uint16_t *wt = w + (j + t * q) * ldw + p;
-            MAG_AHEAD_STREAM(wt, p * 2 % 64, 2);
-            __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)wt);
-            lo[t] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_unpacklo_epi16(zero, h)), xl, lo[t]);
-            hi[t] = _mm256_fmadd_ps(_mm256_castsi256_ps(_mm256_unpackhi_epi16(zero, h)), xh, hi[t]);
-        }
-    }
-    for (int t = 0; t < S; ++t) {
-        float sum = hsum(_mm256_add_ps(lo[t], hi[t]));
-        for (int64_t i = p; i < k; ++i) sum += x[i] * mag_bf16_to_f32(w[(j + t * q) * ldw + i]);
-        y[j + t * q] = sum;
-    }
-}
-
-/*
  * y[r][j] = x[r] . w[j*ldw ...] over n rows of W: their quarters (halves for 3-4 rows of x) read
  * side by side. One core keeps more lines in flight over several streams than over one (Zen 3,
  * summing 128 KiB blocks as 4 streams, 1 thread: 23.4 GB/s against 16.2 as one; 2 threads: 31.4
@@ -99,11 +66,6 @@ static inline __attribute__((always_inline)) void dot_t(const mag_dtype_t dt, co
                                                           const float *x, const void *w, int64_t ldw, float *y) {
     const int S = MX <= 2 ? 4 : 2;
     const int64_t q = n / S;
-    if (dt == MAG_DTYPE_BFLOAT16 && MX == 1) {
-        for (int64_t j = 0; j < q; ++j) dot_rows_bf16(S, k, x, w, ldw, y, j, q);
-        for (int64_t j = S * q; j < n; ++j) dot_rows_bf16(1, k, x, w, ldw, y, j, 0);
-        return;
-    }
     for (int64_t j = 0; j < q; ++j) dot_rows(dt, MX, S, n, k, x, w, ldw, y, j, q);
     for (int64_t j = S * q; j < n; ++j) dot_rows(dt, MX, 1, n, k, x, w, ldw, y, j, 0);
 }
