@@ -117,10 +117,8 @@ static inline void mag_vstore_bf16(uint16_t *p, const mag_vf_t *v) {
     const mag_vf_t x1_ = (mag_vf_t){0} + ((XS) ? 0.0f : MAG_LD_##ID(xs[0]));                                           \
     const mag_vf_t y1_ = (mag_vf_t){0} + ((YS) ? 0.0f : MAG_LD_##ID(ys[0]));                                           \
     int64_t i_ = 0;                                                                                                    \
-    for (; i_ < n && stream && (uintptr_t)(o + i_) % 64; ++i_) {                                                       \
-        CT x = MAG_LD_##ID(xs[(XS) * i_]), y = MAG_LD_##ID(ys[(YS) * i_]);                                             \
-        o[i_] = MAG_EW_ST_##MODE(ID, expr);                                                                            \
-    }                                                                                                                  \
+    for (; i_ < n && stream && (uintptr_t)(o + i_) % 64; ++i_) /* to the first whole line */                           \
+        MAG_EW_BINARY_ONE(MODE, expr, ID, CT, XS, YS, i_, o, i_);                                                      \
     for (; i_ + LINE_ <= n; i_ += LINE_) {                                                                             \
         out_t line_[LINE_] __attribute__((aligned(64)));                                                               \
         out_t *dst_ = stream ? line_ : o + i_;                                                                         \
@@ -133,10 +131,7 @@ static inline void mag_vstore_bf16(uint16_t *p, const mag_vf_t *v) {
         }                                                                                                              \
         if (stream) mag_stream_store(o + i_, line_, sizeof(line_));                                                    \
     }                                                                                                                  \
-    for (; i_ < n; ++i_) {                                                                                             \
-        CT x = MAG_LD_##ID(xs[(XS) * i_]), y = MAG_LD_##ID(ys[(YS) * i_]);                                             \
-        o[i_] = MAG_EW_ST_##MODE(ID, expr);                                                                            \
-    }                                                                                                                  \
+    for (; i_ < n; ++i_) MAG_EW_BINARY_ONE(MODE, expr, ID, CT, XS, YS, i_, o, i_);                                     \
     if (stream) mag_stream_fence();
 
 static inline void mag_f16_to_f32_block(const uint16_t *src, float *dst, int64_t n) {

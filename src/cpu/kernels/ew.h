@@ -120,12 +120,15 @@ MAG_ALL_DTYPES(MAG_EW_LOAD_FN)
         MAG_EW_PUT_##MODE(ID, o + i0, rb, m);                                                                          \
     }
 
-/* One contiguous loop of a binary row; XS/YS are 1 for an operand that advances, 0 for a broadcast one. */
+/* Element i of a contiguous binary row into d[di]; XS/YS are 1 for an operand that advances, 0 for a broadcast one. */
+#define MAG_EW_BINARY_ONE(MODE, expr, ID, CT, XS, YS, i, d, di)                                                        \
+    do {                                                                                                               \
+        CT x = MAG_LD_##ID(xs[(XS) * (i)]), y = MAG_LD_##ID(ys[(YS) * (i)]);                                           \
+        (d)[di] = MAG_EW_ST_##MODE(ID, expr);                                                                          \
+    } while (0)
+/* One contiguous loop of a binary row. */
 #define MAG_EW_BINARY_LOOP_PLAIN(MODE, expr, ID, ST, CT, XS, YS)                                                       \
-    MAG_EW_STORE_LOOP(for (int64_t i = 0; i < m; ++i) {                                                                \
-        CT x = MAG_LD_##ID(xs[(XS) * (i0 + i)]), y = MAG_LD_##ID(ys[(YS) * (i0 + i)]);                                 \
-        dst[i] = MAG_EW_ST_##MODE(ID, expr);                                                                           \
-    })
+    MAG_EW_STORE_LOOP(for (int64_t i = 0; i < m; ++i) MAG_EW_BINARY_ONE(MODE, expr, ID, CT, XS, YS, i0 + i, dst, i);)
 #define MAG_EW_BINARY_LOOP_HALF(MODE, expr, ID, ST, CT, XS, YS)                                                        \
     const bool stream = mag_stream_worth((size_t)n * sizeof(out_t));                                                   \
     for (int64_t i0 = 0; i0 < n; i0 += MAG_EW_CHUNK) {                                                                 \
